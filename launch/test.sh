@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the test extras and run the whole suite: unit tests in one process, then the MPI
+# tests under mpiexec at several rank counts. `.ci/run` calls exactly this script.
+set -euo pipefail
+EXTRAS=${EXTRAS:-mpich,test}
+source "$(dirname "$0")/_env.sh"
+cd "$here"
+
+echo "== unit and end-to-end tests (one process; end-to-end tests launch mpiexec themselves)"
+python -m pytest -q -p no:cacheprovider tests/unit tests/e2e "$@"
+
+logs=$(mktemp -d)
+for ranks in ${MPI_TEST_RANKS:-2 3 5 8}; do
+  echo "== MPI tests on $ranks ranks"
+  # Rank 0 reports; the other ranks log to files shown only if the run fails.
+  if ! mpiexec -n "$ranks" bash -c '
+      rank=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}}
+      if [ "$rank" = 0 ]; then
+        exec python -m pytest -q -p no:cacheprovider --with-mpi tests/mpi
+      else
+        exec python -m pytest -q -p no:cacheprovider --with-mpi tests/mpi > "'"$logs"'/rank-$rank.log" 2>&1
+      fi'; then
+    echo "MPI tests failed on $ranks ranks; other ranks' output:" >&2
+    tail -n 40 "$logs"/rank-*.log >&2 || true
+    exit 1
+  fi
+done

@@ -1,0 +1,45 @@
+"""What one agent holds while it runs: its data, its links and its random streams."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from .network import Network
+
+
+@dataclass
+class Agent:
+    """One agent (one MPI rank).
+
+    Attributes
+    ----------
+    id : int
+        The agent id, equal to its MPI rank.
+    n_agents : int
+        K, the number of agents.
+    problem : LocalProblem
+        The agent's private local objective f_k and its data.
+    net : Network
+        Neighbour-only messaging; the only way out of the agent.
+    graph : networkx.Graph
+        The communication graph. Topology is public: every agent builds the same one.
+    rng : numpy.random.Generator
+        The agent's own random stream, from ``SeedSequence(seed)`` spawned per agent, so a
+        run does not depend on process placement.
+    weights : str
+        The Metropolis variant of ``topology.weights``.
+    """
+
+    id: int
+    n_agents: int
+    problem: object
+    net: Network
+    graph: nx.Graph
+    rng: np.random.Generator
+    weights: str = "standard"
+
+    @property
+    def degree(self) -> int:
+        return len(self.net.out_neighbors)

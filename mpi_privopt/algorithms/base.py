@@ -1,0 +1,80 @@
+"""The contract every algorithm meets, and its registry."""
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from ..agent import Agent
+from ..errors import ConfigError
+from .steps import SCHEDULES
+
+ALGORITHMS: dict[str, type["Algorithm"]] = {}
+
+
+def register(cls: type["Algorithm"]) -> type["Algorithm"]:
+    """Class decorator adding an algorithm to :data:`ALGORITHMS` under ``cls.name``."""
+    ALGORITHMS[cls.name] = cls
+    return cls
+
+
+class Algorithm(ABC):
+    """One agent's side of a decentralized method.
+
+    Subclasses read like the paper: the class docstring carries the update equations and
+    says which message goes on which link in which phase. They talk to other agents only
+    through ``agent.net`` and never call mpi4py.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name (``algorithm.name`` in the config).
+    summary : str
+        One line for ``mpi_privopt list``.
+    private : bool
+        Whether every data-dependent message goes through a privacy mechanism.
+    requires_undirected : bool
+        Whether the method needs symmetric links.
+    Params : dataclass
+        The algorithm's keys in the ``[algorithm]`` section, with defaults.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    private: ClassVar[bool] = False
+    requires_undirected: ClassVar[bool] = True
+
+    @dataclasses.dataclass
+    class Params:
+        pass
+
+    #: Params fields that must be strictly positive.
+    positive: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def validate(cls, params: "Algorithm.Params") -> None:
+        """Raise ConfigError for parameter values the method cannot run with."""
+        for key in cls.positive:
+            value = getattr(params, key)
+            if not value > 0:
+                raise ConfigError(f"algorithm.{key} = {value} must be positive for {cls.name!r}",
+                                  f"set algorithm.{key} to a value > 0")
+        schedule = getattr(params, "schedule", None)
+        if schedule is not None and schedule not in SCHEDULES:
+            raise ConfigError(f"algorithm.schedule = {schedule!r} is unknown",
+                              f"valid schedules: {', '.join(SCHEDULES)}")
+
+    def __init__(self, agent: Agent, params: "Algorithm.Params") -> None:
+        self.agent = agent
+        self.params = params
+
+    @abstractmethod
+    def step(self, n: int) -> None:
+        """Run iteration ``n`` (n = 1, 2, ...): local computation and messages."""
+
+    @property
+    @abstractmethod
+    def estimate(self) -> np.ndarray:
+        """The agent's current model w_k, the one the metrics evaluate."""

@@ -1,0 +1,164 @@
+"""Command line: ``python -m mpi_privopt {run, check, list, bench}``.
+
+Launch runs under MPI, one rank per agent::
+
+    mpiexec -n 8 python -m mpi4py -m mpi_privopt run [CONFIG] [--set section.key=value] [--out DIR]
+
+(``-m mpi4py`` makes an unexpected exception on one rank abort the whole job instead of
+leaving the others waiting.) Bad input prints one message naming what is wrong and how to
+fix it, and every rank exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from .errors import UserError
+
+
+def _add_config_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", default=None,
+                        help="a TOML file or a packaged experiment name (default: 'default')")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="override one config value (repeatable), e.g. --set run.iterations=50")
+
+
+def _load(args):
+    from mpi4py import MPI
+
+    from .collective import agree
+    from .config import load_config
+    return agree(MPI.COMM_WORLD, lambda: load_config(args.config, args.overrides))
+
+
+def cmd_run(args) -> int:
+    from .engine import run
+    cfg = _load(args)
+    run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from . import problems
+    from .config import load_config
+    from .engine import build_graph
+    from .topology import describe
+
+    cfg = load_config(args.config, args.overrides)
+    graph = build_graph(cfg, args.ranks)
+    for agent in range(args.ranks):
+        problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
+    info = describe(graph)
+    print(f"config {cfg.source}: OK for {args.ranks} ranks")
+    print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")
+    print(f"  problem    {cfg.problem.name}  ({'data ' + cfg.problem.data if cfg.problem.data else 'synthetic data'})")
+    print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
+          f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
+    print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
+    print(f"launch with: mpiexec -n {args.ranks} python -m mpi4py -m mpi_privopt run "
+          f"{args.config or ''}".rstrip())
+    return 0
+
+
+def cmd_list(args) -> int:
+    from .algorithms import ALGORITHMS
+    from .config import packaged_experiments
+    from .problems import PROBLEMS
+    from .topology import TOPOLOGIES
+
+    print("algorithms (algorithm.name):")
+    for name in sorted(ALGORITHMS):
+        cls = ALGORITHMS[name]
+        print(f"  {name:<16} {cls.summary}")
+    print("topologies (topology.kind):")
+    print("  " + ", ".join(TOPOLOGIES))
+    print("problems (problem.name):")
+    for name, spec in PROBLEMS.items():
+        print(f"  {name:<16} loss {spec.loss.name}, l1 {spec.l1}, l2 {spec.l2}")
+    print("packaged experiments (run by name):")
+    print("  " + ", ".join(packaged_experiments()))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+    return bench_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpi_privopt",
+        description="Private decentralized optimization on MPI (one rank per agent).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run an experiment (under mpiexec, one rank per agent)")
+    _add_config_args(p)
+    p.add_argument("--out", default=None, help="run directory (default: runs/NAME-TIME-seedS)")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("check", help="validate a config for K ranks without running it")
+    _add_config_args(p)
+    p.add_argument("--ranks", type=int, required=True, help="the number of ranks (agents)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("list", help="list algorithms, topologies, problems and experiments")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("bench", help="time Network against raw mpi4py (under mpiexec)")
+    p.add_argument("--sizes", default="8,100,1000,10000,100000,1000000",
+                   help="payload sizes in doubles, comma-separated")
+    p.add_argument("--repeats", type=int, default=0,
+                   help="exchanges per size (0: chosen per size)")
+    p.add_argument("--iterations", type=int, default=2000,
+                   help="iterations for the DGD comparison")
+    p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m mpi_privopt`` and ``mpi-privopt``."""
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except UserError as err:
+        _fail_user(err)
+    except Exception:
+        traceback.print_exc()
+        _abort_others(1)
+        raise
+    sys.exit(code)
+
+
+def _world():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
+
+
+def _fail_user(err: UserError) -> None:
+    comm = _world()
+    collective = getattr(err, "collective", False)
+    if not collective or comm.Get_rank() == 0:
+        where = "" if collective or comm.Get_size() == 1 else f"[agent {comm.Get_rank()}] "
+        print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
+    if not collective:
+        # Only this rank knows; the others may be waiting in a collective call.
+        _abort_others(2)
+        sys.exit(2)
+    # Every rank knows: leave together and cleanly, without MPI_Abort's noise.
+    from mpi4py import MPI
+    sys.stdout.flush()
+    sys.stderr.flush()
+    MPI.Finalize()
+    os._exit(2)
+
+
+def _abort_others(code: int) -> None:
+    comm = _world()
+    if comm.Get_size() > 1:
+        comm.Abort(code)

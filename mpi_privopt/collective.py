@@ -1,0 +1,35 @@
+"""Run a setup step on every rank and agree on whether it failed.
+
+If any rank raises a :class:`UserError` during a setup step, every rank raises the same
+error (the lowest failing rank's), so all ranks stop together with one clear message
+instead of some ranks waiting forever in the next collective call.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from mpi4py import MPI
+
+from .errors import UserError
+
+T = TypeVar("T")
+
+
+def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
+    """Call ``step()`` on every rank; raise everywhere if it raised a UserError anywhere."""
+    failure = None
+    result = None
+    try:
+        result = step()
+    except UserError as err:
+        failure = (type(err), err.what, err.fix)
+    failures = comm.allgather(failure)
+    for rank, failed in enumerate(failures):
+        if failed is not None:
+            cls, what, fix = failed
+            err = cls(what, fix)
+            err.collective = True
+            err.rank = rank
+            raise err
+    return result  # type: ignore[return-value]

@@ -1,0 +1,261 @@
+"""One agent's view of the network: neighbour-only messaging on an MPI dist-graph.
+
+The communicator is built with ``Create_dist_graph_adjacent`` from the agent's in- and
+out-neighbours, with rank == agent id (no reordering). Every way to send goes to
+out-neighbours only: the neighbour collectives address exactly the graph's links, and the
+point-to-point calls refuse a rank that is not a neighbour. So a message to a non-neighbour
+cannot be expressed through this API.
+
+Everything sent is a :class:`~mpi_privopt.privacy.release.Release`. The network reads only
+its payload, meters the bytes and the time on each link, and hands the release to its
+listeners (the privacy ledger), so traffic and privacy are booked by the same send path.
+
+Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
+(buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
+reused; waiting is done inside MPI, never by polling from Python.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from time import perf_counter
+from typing import Protocol
+
+import numpy as np
+from mpi4py import MPI
+
+from .privacy.release import Release
+from .traffic import TrafficMeter
+
+
+class ReleaseListener(Protocol):
+    """Something told about every release that leaves the agent (the privacy ledger)."""
+
+    def on_release(self, release: Release, receivers: Sequence[int], phase: str, round: int) -> None:
+        ...
+
+
+class NotANeighbourError(ValueError):
+    """Raised when a point-to-point message names a rank that is not a neighbour."""
+
+
+def _phase_tag(phase: str) -> int:
+    # Point-to-point messages of different phases must not match each other; every rank
+    # derives the same tag from the phase name, so no agreement round is needed.
+    return zlib.crc32(phase.encode()) % 32000 + 1
+
+
+class PendingExchange:
+    """A nonblocking exchange in flight; :meth:`wait` completes it and returns the data."""
+
+    __slots__ = ("_request", "_out", "_meter", "_phase", "_links", "_keep")
+
+    def __init__(self, request: MPI.Request, out: np.ndarray | None, meter: TrafficMeter,
+                 phase: str, links: Sequence[int] | None, keep: object = None) -> None:
+        self._request = request
+        self._out = out
+        self._meter = meter
+        self._phase = phase
+        # links=None: the time belongs to all out-links; [] marks a receive.
+        self._links = links
+        # A send buffer MPI still reads from must stay alive until completion.
+        self._keep = keep
+
+    def wait(self) -> np.ndarray | None:
+        """Block inside MPI until the exchange is complete; return the receive buffer."""
+        start = perf_counter()
+        self._request.Wait()
+        elapsed = perf_counter() - start
+        if self._links == []:
+            self._meter.record_receive(self._phase, elapsed)
+        else:
+            self._meter.record_time(self._phase, elapsed, self._links)
+        self._keep = None
+        return self._out
+
+    def test(self) -> bool:
+        """True when the exchange has completed (never loop on this: call :meth:`wait`)."""
+        return bool(self._request.Test())
+
+
+class Network:
+    """Neighbour-only communication of one agent, with a traffic meter.
+
+    Parameters
+    ----------
+    comm : MPI.Intracomm
+        The communicator whose ranks are the agents (normally ``COMM_WORLD``).
+    in_neighbors, out_neighbors : sequence of int
+        Agents this one receives from and sends to, sorted. Received blocks are stacked
+        in ``in_neighbors`` order; scatter payloads are given in ``out_neighbors`` order.
+
+    Attributes
+    ----------
+    round : int
+        The iteration the engine is in; listeners book releases under it.
+    meter : TrafficMeter
+        Outgoing messages, bytes and seconds per link and phase.
+    """
+
+    def __init__(self, comm: MPI.Intracomm, in_neighbors: Sequence[int],
+                 out_neighbors: Sequence[int]) -> None:
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.in_neighbors = [int(v) for v in in_neighbors]
+        self.out_neighbors = [int(v) for v in out_neighbors]
+        self.comm = comm.Create_dist_graph_adjacent(
+            self.in_neighbors, self.out_neighbors, reorder=False)
+        self._out_index = {v: i for i, v in enumerate(self.out_neighbors)}
+        self._in_set = frozenset(self.in_neighbors)
+        self.meter = TrafficMeter(self.out_neighbors)
+        self.listeners: list[ReleaseListener] = []
+        self.round = 0
+
+    @property
+    def n_in(self) -> int:
+        return len(self.in_neighbors)
+
+    @property
+    def n_out(self) -> int:
+        return len(self.out_neighbors)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _payload(release: Release) -> np.ndarray:
+        if not isinstance(release, Release):
+            raise TypeError(
+                "the network sends only Release objects; wrap the array with a mechanism, "
+                "Release.public(...) or Release.nonprivate(...)")
+        return release.payload
+
+    def _book(self, release: Release, receivers: Sequence[int], phase: str) -> None:
+        for listener in self.listeners:
+            listener.on_release(release, receivers, phase, self.round)
+
+    def _gather_buffer(self, payload: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        shape = (self.n_in,) + payload.shape
+        if out is None:
+            return np.empty(shape, dtype=payload.dtype)
+        if out.shape != shape or out.dtype != payload.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {payload.dtype} array of shape {shape}")
+        return out
+
+    def _stack(self, releases: Sequence[Release]) -> np.ndarray:
+        if len(releases) != self.n_out or self.n_out == 0:
+            raise ValueError(f"scatter needs one release per out-neighbour "
+                             f"({self.n_out}), got {len(releases)}")
+        return np.stack([self._payload(r) for r in releases])
+
+    def _book_each(self, releases: Sequence[Release], phase: str) -> None:
+        for release, dest in zip(releases, self.out_neighbors):
+            self._book(release, (dest,), phase)
+
+    def _link(self, dest: int) -> int:
+        try:
+            return self._out_index[dest]
+        except KeyError:
+            raise NotANeighbourError(
+                f"agent {self.rank} cannot send to agent {dest}: it is not an out-neighbour "
+                f"(out-neighbours: {self.out_neighbors})") from None
+
+    def _check_source(self, source: int) -> None:
+        if source not in self._in_set:
+            raise NotANeighbourError(
+                f"agent {self.rank} cannot receive from agent {source}: it is not an "
+                f"in-neighbour (in-neighbours: {self.in_neighbors})")
+
+    # -- one message to all out-neighbours ---------------------------------------------
+
+    def broadcast(self, release: Release, phase: str, out: np.ndarray | None = None) -> np.ndarray:
+        """Send one release to every out-neighbour; receive one from every in-neighbour.
+
+        Returns an array of shape ``(n_in, *payload.shape)``, row i from ``in_neighbors[i]``.
+        """
+        payload = self._payload(release)
+        out = self._gather_buffer(payload, out)
+        start = perf_counter()
+        self.comm.Neighbor_allgather(payload, out)
+        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
+        self._book(release, self.out_neighbors, phase)
+        return out
+
+    def ibroadcast(self, release: Release, phase: str, out: np.ndarray | None = None) -> PendingExchange:
+        """Nonblocking :meth:`broadcast`; compute, then call ``.wait()`` for the data.
+
+        The payload buffer must not change until the exchange completes.
+        """
+        payload = self._payload(release)
+        out = self._gather_buffer(payload, out)
+        start = perf_counter()
+        request = self.comm.Ineighbor_allgather(payload, out)
+        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
+        self._book(release, self.out_neighbors, phase)
+        return PendingExchange(request, out, self.meter, phase, None, keep=payload)
+
+    # -- a different message to each out-neighbour --------------------------------------
+
+    def scatter(self, releases: Sequence[Release], phase: str,
+                out: np.ndarray | None = None) -> np.ndarray:
+        """Send ``releases[i]`` to ``out_neighbors[i]``; receive one block per in-neighbour.
+
+        All payloads must have the same shape and dtype. Returns ``(n_in, *shape)``.
+        """
+        sendbuf = self._stack(releases)
+        out = self._gather_buffer(sendbuf[0], out)
+        start = perf_counter()
+        self.comm.Neighbor_alltoall(sendbuf, out)
+        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self._book_each(releases, phase)
+        return out
+
+    def iscatter(self, releases: Sequence[Release], phase: str,
+                 out: np.ndarray | None = None) -> PendingExchange:
+        """Nonblocking :meth:`scatter`."""
+        sendbuf = self._stack(releases)
+        out = self._gather_buffer(sendbuf[0], out)
+        start = perf_counter()
+        request = self.comm.Ineighbor_alltoall(sendbuf, out)
+        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self._book_each(releases, phase)
+        return PendingExchange(request, out, self.meter, phase, None, keep=sendbuf)
+
+    # -- one neighbour (a token that travels) ---------------------------------------------
+
+    def send(self, dest: int, release: Release, phase: str) -> None:
+        """Send a release to one out-neighbour."""
+        link = self._link(dest)
+        payload = self._payload(release)
+        start = perf_counter()
+        self.comm.Send(payload, dest=dest, tag=_phase_tag(phase))
+        self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
+        self._book(release, (dest,), phase)
+
+    def isend(self, dest: int, release: Release, phase: str) -> PendingExchange:
+        """Nonblocking :meth:`send`."""
+        link = self._link(dest)
+        payload = self._payload(release)
+        start = perf_counter()
+        request = self.comm.Isend(payload, dest=dest, tag=_phase_tag(phase))
+        self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
+        self._book(release, (dest,), phase)
+        return PendingExchange(request, None, self.meter, phase, [link], keep=payload)
+
+    def recv(self, source: int, out: np.ndarray, phase: str) -> np.ndarray:
+        """Receive one message from in-neighbour ``source`` into ``out``."""
+        self._check_source(source)
+        start = perf_counter()
+        self.comm.Recv(out, source=source, tag=_phase_tag(phase))
+        self.meter.record_receive(phase, perf_counter() - start)
+        return out
+
+    def irecv(self, source: int, out: np.ndarray, phase: str) -> PendingExchange:
+        """Nonblocking :meth:`recv`."""
+        self._check_source(source)
+        request = self.comm.Irecv(out, source=source, tag=_phase_tag(phase))
+        return PendingExchange(request, out, self.meter, phase, [])
+
+    def free(self) -> None:
+        """Release the dist-graph communicator."""
+        if self.comm != MPI.COMM_NULL:
+            self.comm.Free()

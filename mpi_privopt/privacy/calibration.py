@@ -1,0 +1,518 @@
+"""Noise calibration: from a total (epsilon, delta) budget to per-round Gaussian noise.
+
+zCDP-NFL (notes ``zcdp_nfl.md`` sec. 3.4): round n is ``phi^(n)``-zCDP with the geometric
+schedule ``phi^(n) = phi^(1) tau^-(n-1)``, ``n = 1..T``; zCDP adds up to
+``Phi = phi^(1) (1 - tau^T) / (tau^(T-1) (1 - tau))``; a Gaussian with l2 sensitivity Delta_n
+and noise ``sigma_n = Delta_n sqrt(1 / (2 phi^(n)))`` spends exactly ``phi^(n)``.
+
+The total Phi meeting (epsilon, delta) depends on the conversion:
+
+``standard``  Bun-Steinke, closed form ``(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2``
+              (the paper's choice);
+``tight``     Canonne-Kamath-Steinke, by root finding;
+``exact``     Gaussian DP, by root finding: ``mu`` with ``delta(mu, eps) = delta`` and
+              ``Phi = mu^2 / 2``. Valid because every release is Gaussian with a
+              sensitivity-to-noise ratio fixed before the run, so ``sum_n Delta_n^2/sigma_n^2
+              = 2 Phi = mu^2``.
+
+At equal (epsilon, delta): ``Phi_standard < Phi_tight < Phi_exact``, i.e. less noise.
+
+The (epsilon, delta)-DP-NFL baseline (notes sec. 2.4 item 1) uses the classical Gaussian
+mechanism per round with basic composition instead; see :func:`basic_composition_schedule`.
+
+All multipliers returned here are ``sigma_n / Delta_n``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize, special
+
+from mpi_privopt.errors import ConfigError
+from mpi_privopt.privacy import conversions as conv
+
+__all__ = [
+    "analytic_gaussian_sigma",
+    "basic_composition_noise",
+    "basic_composition_schedule",
+    "calibrate_gaussian_noise",
+    "calibrate_gdp_mu",
+    "calibrate_phi1",
+    "calibrate_zcdp_schedule",
+    "calibrate_zcdp_total",
+    "classical_gaussian_sigma",
+    "geometric_zcdp_schedule",
+    "noise_multipliers",
+    "total_zcdp_geometric",
+]
+
+Conversion = Literal["standard", "tight", "exact"]
+_CONVERSIONS = ("standard", "tight", "exact")
+_RTOL = 4.0 * np.finfo(float).eps
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------------------------
+def _check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    try:
+        e = float(epsilon)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {epsilon!r} is not a number", "give the privacy budget epsilon as a number > 0") from None
+    if not (math.isfinite(e) and e > 0.0):
+        raise ConfigError(f"{name} = {epsilon!r} must be a finite number > 0", "give the privacy budget epsilon > 0, e.g. 1")
+    return e
+
+
+def _check_tau(tau: float) -> float:
+    try:
+        t = float(tau)
+    except (TypeError, ValueError):
+        raise ConfigError(f"tau = {tau!r} is not a number", "give the schedule ratio tau in (0, 1], e.g. 0.99") from None
+    if not (math.isfinite(t) and t > 0.0):
+        raise ConfigError(f"tau = {tau!r} must be a finite number > 0", "use tau in (0, 1] (tau = 1: constant schedule)")
+    return t
+
+
+def _check_rounds(T: int, name: str = "T") -> int:
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise ConfigError(f"{name} = {T!r} must be an integer >= 1", "give the number of noisy releases (iterations)")
+    return int(T)
+
+
+def _check_conversion(conversion: str) -> str:
+    if conversion not in _CONVERSIONS:
+        raise ConfigError(f"conversion = {conversion!r} is not known", 'use "standard", "tight" or "exact"')
+    return conversion
+
+
+def _check_phi1(phi1: float) -> float:
+    try:
+        p = float(phi1)
+    except (TypeError, ValueError):
+        raise ConfigError(f"phi1 = {phi1!r} is not a number", "give the first-round zCDP budget phi1 > 0") from None
+    if not (math.isfinite(p) and p > 0.0):
+        raise ConfigError(f"phi1 = {phi1!r} must be a finite number > 0", "give the first-round zCDP budget phi1 > 0")
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# zCDP-NFL schedule
+# ---------------------------------------------------------------------------------------------
+def geometric_zcdp_schedule(phi1: float, tau: float, T: int) -> np.ndarray:
+    """Per-round zCDP budgets ``phi^(n) = phi1 tau^-(n-1)``, ``n = 1..T``.
+
+    Parameters
+    ----------
+    phi1 : float
+        First-round budget, ``> 0``.
+    tau : float
+        Ratio, ``> 0``; the paper uses ``tau in (0, 1)`` (budget grows, noise falls) and
+        ``tau = 1`` is the constant schedule.
+    T : int
+        Number of rounds, ``>= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(T,)``.
+    """
+    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), _check_rounds(T)
+    # log space: tau^-(T-1) overflows for small tau long before the product does
+    log_phi = math.log(phi1) - np.arange(T) * math.log(tau)
+    with np.errstate(over="ignore"):
+        out = np.exp(log_phi)
+    if not np.all(np.isfinite(out)) or np.any(out == 0.0):
+        raise ConfigError(
+            f"phi1 = {phi1!r} * tau^-(n-1) with tau = {tau!r}, T = {T} over- or underflows",
+            "use tau closer to 1 or fewer rounds",
+        )
+    return out
+
+
+def _geometric_sum(tau: float, T: int) -> float:
+    """``sum_{n=1}^T tau^-(n-1) = (1 - tau^T) / (tau^(T-1) (1 - tau))`` without cancellation."""
+    if tau == 1.0:
+        return float(T)
+    lt = math.log(tau)
+    try:
+        s = math.expm1(-T * lt) / math.expm1(-lt)
+    except OverflowError:
+        s = math.inf
+    if not math.isfinite(s):
+        raise ConfigError(f"tau^-(T-1) with tau = {tau!r}, T = {T} overflows", "use tau closer to 1 or fewer rounds")
+    return s
+
+
+def total_zcdp_geometric(phi1: float, tau: float, T: int) -> float:
+    """Total zCDP of the geometric schedule: ``phi1 (1 - tau^T) / (tau^(T-1) (1 - tau))``.
+
+    Parameters
+    ----------
+    phi1 : float
+        First-round budget, ``> 0``.
+    tau : float
+        Ratio, ``> 0`` (``tau = 1`` gives ``phi1 T``).
+    T : int
+        Number of rounds, ``>= 1``.
+
+    Returns
+    -------
+    float
+        ``sum_{n=1}^T phi1 tau^-(n-1)`` (the Corollary's closed form, n = 1..T).
+    """
+    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), _check_rounds(T)
+    return phi1 * _geometric_sum(tau, T)
+
+
+# ---------------------------------------------------------------------------------------------
+# Total budget for a target (epsilon, delta)
+# ---------------------------------------------------------------------------------------------
+def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
+    """Largest Gaussian-DP ``mu`` with ``gaussian_delta(mu, epsilon) <= delta``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, ``> 0``.
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        mu; a single Gaussian release with sensitivity D then needs ``sigma = D / mu``.
+    """
+    epsilon = _check_epsilon(epsilon)
+    delta = conv._check_delta(delta)
+    log_target = math.log(delta)
+    f = lambda mu: conv._log_gaussian_delta(mu, epsilon) - log_target  # noqa: E731  increasing in mu
+    # exact <= standard: the standard total is feasible, so it brackets from below.
+    lo = math.sqrt(2.0 * _standard_total(epsilon, delta))
+    while f(lo) > 0.0:
+        lo /= 2.0
+    hi = 2.0 * lo
+    while f(hi) <= 0.0:
+        lo, hi = hi, 2.0 * hi
+    return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+
+
+def _standard_total(epsilon: float, delta: float) -> float:
+    big_l = -math.log(delta)
+    # (sqrt(L + eps) - sqrt(L))^2 written without the cancellation of the difference
+    return epsilon**2 / (math.sqrt(big_l + epsilon) + math.sqrt(big_l)) ** 2
+
+
+def _cks_unfloored(rho: float, delta: float) -> float:
+    a = conv.zcdp_optimal_order(rho, delta)
+    return conv._cks_eps(rho * a, a, math.log(delta))
+
+
+def calibrate_zcdp_total(epsilon: float, delta: float, conversion: Conversion = "standard") -> float:
+    """Largest total zCDP ``rho`` whose (epsilon, delta) conversion meets the target.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, ``> 0``.
+    delta : float
+        Target delta in (0, 1).
+    conversion : {"standard", "tight", "exact"}
+        ``standard``: Bun-Steinke closed form. ``tight``: inverse of
+        :func:`~mpi_privopt.privacy.conversions.zcdp_to_eps_tight`. ``exact``: ``mu^2 / 2`` with
+        ``mu`` from :func:`calibrate_gdp_mu` (only for Gaussian releases with noise ratios
+        fixed in advance).
+
+    Returns
+    -------
+    float
+        rho; ``standard < tight < exact``.
+    """
+    epsilon = _check_epsilon(epsilon)
+    delta = conv._check_delta(delta)
+    conversion = _check_conversion(conversion)
+    rho_std = _standard_total(epsilon, delta)
+    if conversion == "standard":
+        return rho_std
+    if conversion == "exact":
+        return 0.5 * calibrate_gdp_mu(epsilon, delta) ** 2
+    # The CKS bound is a minimum of functions increasing in rho, so it increases strictly;
+    # tight <= standard makes rho_std a lower bracket.
+    h = lambda rho: _cks_unfloored(rho, delta) - epsilon  # noqa: E731
+    lo = rho_std
+    while h(lo) > 0.0:
+        lo /= 2.0
+    hi = 2.0 * lo
+    while h(hi) <= 0.0:
+        lo, hi = hi, 2.0 * hi
+    rho = float(optimize.brentq(h, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    # Below -ln(1 - delta^2) the KL floor already gives eps = 0 (only matters for delta ~ 1).
+    rho_kl = -math.log1p(-(delta**2)) * (1.0 - _RTOL)
+    return max(rho, rho_kl)
+
+
+def calibrate_phi1(
+    epsilon: float, delta: float, T: int, tau: float = 1.0, conversion: Conversion = "standard"
+) -> float:
+    """First-round budget ``phi^(1)`` of the geometric schedule meeting (epsilon, delta).
+
+    ``phi^(1) = Phi (tau^(T-1) - tau^T) / (1 - tau^T)`` with Phi from
+    :func:`calibrate_zcdp_total`.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Total budget over the T rounds.
+    T : int
+        Number of rounds.
+    tau : float, optional
+        Schedule ratio (1 = constant).
+    conversion : {"standard", "tight", "exact"}
+        See :func:`calibrate_zcdp_total`.
+
+    Returns
+    -------
+    float
+        phi^(1).
+    """
+    total = calibrate_zcdp_total(epsilon, delta, conversion)
+    return total / _geometric_sum(_check_tau(tau), _check_rounds(T))
+
+
+def noise_multipliers(phi_schedule: ArrayLike) -> np.ndarray:
+    """Noise multipliers ``sigma_n / Delta_n = sqrt(1 / (2 phi^(n)))`` (Theorem I).
+
+    Parameters
+    ----------
+    phi_schedule : array_like
+        Per-round zCDP budgets, each ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape as ``phi_schedule``.
+    """
+    phi = np.asarray(phi_schedule, dtype=float)
+    if phi.size == 0 or np.any(~np.isfinite(phi)) or np.any(phi <= 0.0):
+        raise ConfigError(f"phi schedule {phi.ravel()[:5].tolist()}... must be finite numbers > 0", "give a positive budget per round")
+    return np.sqrt(0.5 / phi)
+
+
+def calibrate_zcdp_schedule(
+    epsilon: float,
+    delta: float,
+    rounds: int | None = None,
+    schedule: str | Sequence[float] = "constant",
+    tau: float | None = None,
+    conversion: Conversion = "standard",
+) -> np.ndarray:
+    """Per-round zCDP budgets ``phi^(n)`` that spend (epsilon, delta) exactly.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Total budget.
+    rounds : int, optional
+        Number of releases; may be omitted when ``schedule`` is a list of weights.
+    schedule : {"constant", "geometric"} or sequence of float
+        ``constant``: equal budgets. ``geometric``: ``phi^(n) proportional to tau^-(n-1)`` as in
+        zCDP-NFL. A sequence: relative zCDP weights per round (positive; a larger weight means
+        a larger budget, i.e. less noise, in that round).
+    tau : float, optional
+        Ratio for ``geometric``.
+    conversion : {"standard", "tight", "exact"}
+        See :func:`calibrate_zcdp_total`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``phi^(n)``, summing to the calibrated total.
+    """
+    total = calibrate_zcdp_total(epsilon, delta, conversion)
+    log_w = _log_weights(rounds, schedule, tau)
+    return total * np.exp(log_w - special.logsumexp(log_w))
+
+
+def _log_weights(rounds: int | None, schedule: str | Sequence[float], tau: float | None) -> np.ndarray:
+    if isinstance(schedule, str):
+        if rounds is None:
+            raise ConfigError(f"schedule = {schedule!r} needs the number of rounds", "pass rounds=T")
+        T = _check_rounds(rounds, "rounds")
+        if schedule == "constant":
+            if tau not in (None, 1, 1.0):
+                raise ConfigError(f'tau = {tau!r} given with schedule = "constant"', 'drop tau or use schedule="geometric"')
+            return np.zeros(T)
+        if schedule == "geometric":
+            if tau is None:
+                raise ConfigError('schedule = "geometric" needs tau', "pass tau in (0, 1], e.g. tau=0.99")
+            return -np.arange(T) * math.log(_check_tau(tau))
+        raise ConfigError(f"schedule = {schedule!r} is not known", 'use "constant", "geometric" or a list of per-round weights')
+    w = np.asarray(schedule, dtype=float).ravel()
+    if w.size == 0 or np.any(~np.isfinite(w)) or np.any(w <= 0.0):
+        raise ConfigError(f"per-round weights {w[:5].tolist()}... must be finite numbers > 0", "give one positive weight per round")
+    if rounds is not None and _check_rounds(rounds, "rounds") != w.size:
+        raise ConfigError(f"{w.size} per-round weights for rounds = {rounds}", "give exactly one weight per round, or omit rounds")
+    if tau is not None:
+        raise ConfigError(f"tau = {tau!r} given with explicit weights", "drop tau: the weights already fix the schedule")
+    return np.log(w)
+
+
+def calibrate_gaussian_noise(
+    epsilon: float,
+    delta: float,
+    rounds: int | None = None,
+    schedule: str | Sequence[float] = "constant",
+    tau: float | None = None,
+    conversion: Conversion = "standard",
+) -> np.ndarray:
+    """Per-round Gaussian noise multipliers ``sigma_n / Delta_n`` meeting (epsilon, delta) exactly.
+
+    Parameters are those of :func:`calibrate_zcdp_schedule`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``sqrt(1 / (2 phi^(n)))`` for ``n = 1..rounds``; multiply by each round's l2
+        sensitivity to get sigma_n.
+    """
+    return noise_multipliers(calibrate_zcdp_schedule(epsilon, delta, rounds, schedule, tau, conversion))
+
+
+# ---------------------------------------------------------------------------------------------
+# Classical (epsilon, delta) Gaussian mechanism with basic composition (baseline)
+# ---------------------------------------------------------------------------------------------
+def classical_gaussian_sigma(eps_n: ArrayLike, delta_n: ArrayLike, sensitivity: float = 1.0) -> float | np.ndarray:
+    """Classical Gaussian mechanism noise ``sigma = D sqrt(2 ln(1.25/delta)) / eps`` (Dwork-Roth Thm A.1).
+
+    Parameters
+    ----------
+    eps_n : array_like
+        Per-release epsilon, each in (0, 1): the theorem does not hold for ``eps >= 1``.
+    delta_n : array_like
+        Per-release delta, each in (0, 1).
+    sensitivity : float, optional
+        l2 sensitivity D (default 1: the result is a noise multiplier).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        sigma, a float for scalar inputs.
+    """
+    e = np.asarray(eps_n, dtype=float)
+    d = np.asarray(delta_n, dtype=float)
+    if np.any(np.isnan(e)) or np.any(e <= 0.0):
+        raise ConfigError(f"eps_n = {e.ravel()[:5].tolist()} must be > 0", "give a positive per-release epsilon")
+    if np.any(e >= 1.0):
+        bad = float(e[e >= 1.0].ravel()[0])
+        raise ConfigError(
+            f"eps_n = {bad!r} >= 1: the classical Gaussian mechanism sqrt(2 ln(1.25/delta))/eps is only valid for eps < 1",
+            "use analytic_gaussian_sigma (Balle & Wang 2018, valid for every eps > 0), or spread the budget so eps_n < 1",
+        )
+    if np.any(np.isnan(d)) or np.any(d <= 0.0) or np.any(d >= 1.0):
+        raise ConfigError(f"delta_n = {d.ravel()[:5].tolist()} must be in (0, 1)", "give a per-release delta in (0, 1)")
+    s = _finite_sensitivity(sensitivity)
+    out = s * np.sqrt(2.0 * np.log(1.25 / d)) / e
+    return float(out) if out.ndim == 0 else out
+
+
+def _finite_sensitivity(sensitivity: float) -> float:
+    try:
+        s = float(sensitivity)
+    except (TypeError, ValueError):
+        raise ConfigError(f"sensitivity = {sensitivity!r} is not a number", "give the l2 sensitivity >= 0") from None
+    if not (math.isfinite(s) and s >= 0.0):
+        raise ConfigError(f"sensitivity = {sensitivity!r} must be a finite number >= 0", "give the l2 sensitivity >= 0")
+    return s
+
+
+def analytic_gaussian_sigma(eps: ArrayLike, delta: ArrayLike, sensitivity: float = 1.0) -> float | np.ndarray:
+    """Analytic Gaussian mechanism (Balle & Wang 2018): smallest sigma meeting (eps, delta).
+
+    The smallest sigma with ``gaussian_delta(D / sigma, eps) <= delta``; valid for every
+    ``eps > 0`` and never larger than :func:`classical_gaussian_sigma`.
+
+    Parameters
+    ----------
+    eps : array_like
+        epsilon per release, ``> 0``.
+    delta : array_like
+        delta per release, in (0, 1).
+    sensitivity : float, optional
+        l2 sensitivity D (default 1: the result is a noise multiplier).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        sigma, a float for scalar inputs.
+    """
+    s = _finite_sensitivity(sensitivity)
+    e, d = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(delta, dtype=float))
+    out = np.array([s / calibrate_gdp_mu(ei, di) for ei, di in zip(e.ravel().tolist(), d.ravel().tolist())])
+    out = out.reshape(e.shape)
+    return float(out) if out.ndim == 0 else out
+
+
+def basic_composition_schedule(
+    eps_total: float, delta_total: float, T: int, tau: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-round (eps_n, delta_n) under basic composition, geometric to mirror zCDP-NFL.
+
+    ``eps_n = eps_1 s^-(n-1)`` with ``s = sqrt(tau)`` and
+    ``eps_1 = eps_total (s^(T-1) - s^T) / (1 - s^T)``, so ``sum eps_n = eps_total`` and
+    ``sigma_n^2`` falls like ``tau^(n-1)`` as in zCDP-NFL; ``delta_n = delta_total / T``.
+
+    Parameters
+    ----------
+    eps_total : float
+        Total epsilon, ``> 0``.
+    delta_total : float
+        Total delta in (0, 1).
+    T : int
+        Number of rounds.
+    tau : float, optional
+        zCDP-NFL's ratio (1 = constant).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``eps_n`` and ``delta_n``, each of shape ``(T,)``.
+    """
+    eps_total = _check_epsilon(eps_total, "eps_total")
+    delta_total = conv._check_delta(delta_total, "delta_total")
+    T, tau = _check_rounds(T), _check_tau(tau)
+    log_w = -np.arange(T) * (0.5 * math.log(tau))
+    eps_n = eps_total * np.exp(log_w - special.logsumexp(log_w))
+    return eps_n, np.full(T, delta_total / T)
+
+
+def basic_composition_noise(
+    eps_total: float,
+    delta_total: float,
+    T: int,
+    tau: float = 1.0,
+    mechanism: Literal["classical", "analytic"] = "classical",
+) -> np.ndarray:
+    """Noise multipliers of the (epsilon, delta)-DP-NFL baseline.
+
+    Parameters
+    ----------
+    eps_total, delta_total, T, tau
+        See :func:`basic_composition_schedule`.
+    mechanism : {"classical", "analytic"}
+        Per-round Gaussian mechanism: Dwork-Roth (needs every ``eps_n < 1``) or Balle-Wang.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``sigma_n / Delta_n``, shape ``(T,)``.
+    """
+    eps_n, delta_n = basic_composition_schedule(eps_total, delta_total, T, tau)
+    if mechanism == "classical":
+        return np.asarray(classical_gaussian_sigma(eps_n, delta_n))
+    if mechanism == "analytic":
+        return np.asarray(analytic_gaussian_sigma(eps_n, delta_n))
+    raise ConfigError(f"mechanism = {mechanism!r} is not known", 'use "classical" or "analytic"')

@@ -1,0 +1,558 @@
+"""Conversions between privacy notions: zCDP, Renyi DP, Gaussian DP and (epsilon, delta)-DP.
+
+Pure functions, no state and no MPI. Every function checks its arguments and raises
+:class:`~mpi_privopt.errors.ConfigError` naming the bad value and how to fix it.
+
+Three ways to turn a Gaussian-type guarantee into (epsilon, delta), from loosest to tightest:
+
+``standard``
+    Bun & Steinke (2016), Prop. 1.3: ``eps = rho + 2 sqrt(rho ln(1/delta))``. This is the
+    conversion the zCDP-NFL paper uses.
+``tight``
+    Canonne, Kamath & Steinke (2020), Prop. 12 (also Asoodeh et al. 2021):
+    ``eps = min_{a > 1} R(a) + ln(1 - 1/a) - (ln(delta) + ln(a)) / (a - 1)``, where ``R`` is the
+    Renyi-DP curve (``R(a) = rho a`` for rho-zCDP), minimised over a continuous order ``a``.
+``exact``
+    For Gaussian mechanisms whose sensitivity-to-noise ratios are fixed in advance the privacy
+    loss is exactly that of one Gaussian with ``mu = sqrt(sum_t D_t^2 / s_t^2)`` (Gaussian DP,
+    Dong, Roth & Su 2019; Balle & Wang 2018), and
+    ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` is attained.
+
+For Gaussian mechanisms (``rho = mu^2 / 2``): ``exact <= tight <= standard`` always.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Literal, overload
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize, special
+
+from mpi_privopt.errors import ConfigError
+
+__all__ = [
+    "gaussian_delta",
+    "gaussian_exact_eps",
+    "gaussian_mu",
+    "laplace_eps",
+    "rdp_to_eps_orders",
+    "rdp_to_eps_tight",
+    "zcdp_delta_at",
+    "zcdp_optimal_order",
+    "zcdp_to_eps_standard",
+    "zcdp_to_eps_tight",
+]
+
+# Relative tolerance for every root finder: a few ulps, so that calibrate-then-convert
+# round trips hold far below the 1e-9 the tests ask for.
+_RTOL = 4.0 * np.finfo(float).eps
+
+# Search window for a continuous Renyi order, in x = ln(a - 1). Below e^-25 the bound is
+# either huge (ln(1/delta)/(a-1)) or already negative, hence floored at 0; above e^60 only
+# rho < 1e-50 would still move the optimum, and such a rho gives eps ~ 0 anyway.
+_LOG_AM1_MIN = -25.0
+_LOG_AM1_MAX = 60.0
+_GRID_POINTS = 1701
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------------------------
+def _check_delta(delta: float, name: str = "delta") -> float:
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {delta!r} is not a number", "give delta as a float in (0, 1), e.g. 1e-5") from None
+    if not (0.0 < d < 1.0):
+        raise ConfigError(
+            f"{name} = {delta!r} is outside (0, 1)",
+            "give delta in (0, 1); a common choice is 1e-5 or below 1/(number of records)",
+        )
+    return d
+
+
+def _check_nonneg(value: float, name: str, fix: str, allow_inf: bool = True) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
+    if math.isnan(v) or v < 0.0 or (not allow_inf and math.isinf(v)):
+        kind = "a finite number >= 0" if not allow_inf else "a number >= 0"
+        raise ConfigError(f"{name} = {value!r} must be {kind}", fix)
+    return v
+
+
+def _check_eps(eps: float, name: str = "eps") -> float:
+    return _check_nonneg(eps, name, "give epsilon as a number >= 0")
+
+
+def _check_rho(rho: float) -> float:
+    return _check_nonneg(rho, "rho", "give the zCDP parameter rho as a number >= 0 (e.g. D^2/(2 sigma^2))")
+
+
+def _kl_floor_holds(kl_bound: float, delta: float) -> bool:
+    """True when the Bretagnolle-Huber bound alone gives (0, delta)-DP.
+
+    TV <= sqrt(1 - exp(-KL)) and every (eps >= 0)-hockey-stick divergence is at most TV, so an
+    upper bound on KL (any Renyi order >= 1 bounds it) yields eps = 0 once that root is <= delta.
+    The test form is the one dp-accounting uses, so grid results agree with it bit for bit.
+    """
+    return delta**2 + math.expm1(-kl_bound) > 0.0
+
+
+def _cks_eps(r: float, a: float, log_delta: float) -> float:
+    """CKS Prop. 12 bound at one order a > 1, for Renyi divergence r at that order."""
+    return r + math.log1p(-1.0 / a) - (log_delta + math.log(a)) / (a - 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# zCDP -> (eps, delta)
+# ---------------------------------------------------------------------------------------------
+def zcdp_to_eps_standard(rho: float, delta: float) -> float:
+    """Standard zCDP to (epsilon, delta) conversion (Bun & Steinke 2016, Prop. 1.3).
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, ``>= 0`` (``inf`` allowed: no guarantee).
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        ``rho + 2 sqrt(rho ln(1/delta))``.
+    """
+    rho = _check_rho(rho)
+    delta = _check_delta(delta)
+    return rho + 2.0 * math.sqrt(rho * -math.log(delta))
+
+
+def zcdp_optimal_order(rho: float, delta: float) -> float:
+    """Renyi order at which the CKS bound for rho-zCDP is smallest.
+
+    Setting the derivative of ``rho a + ln(1-1/a) - (ln delta + ln a)/(a-1)`` to zero gives
+    ``rho (a-1)^2 + ln a = ln(1/delta)``: the left side increases from 0 and the right is
+    constant, so the root is unique and the bound is unimodal in ``a``.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, ``> 0`` and finite.
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        The optimal order ``a* > 1``.
+    """
+    rho = _check_rho(rho)
+    delta = _check_delta(delta)
+    if rho == 0.0 or math.isinf(rho):
+        raise ConfigError(f"rho = {rho!r} has no finite optimal order", "give 0 < rho < inf")
+    big_l = -math.log(delta)
+    # Solve in y = a - 1 so that a - 1 keeps full relative precision when a is close to 1.
+    g = lambda y: rho * y * y + math.log1p(y) - big_l  # noqa: E731
+    hi = math.sqrt(big_l / rho)  # g(hi) = ln(1 + hi) > 0 and g(0) = -ln(1/delta) < 0
+    y = optimize.brentq(g, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
+    return 1.0 + y
+
+
+def zcdp_to_eps_tight(rho: float, delta: float) -> float:
+    """Tight zCDP to (epsilon, delta) conversion (Canonne, Kamath & Steinke 2020, Prop. 12).
+
+    ``eps = min over continuous a > 1 of rho a + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``,
+    floored at 0, and 0 whenever ``sqrt(1 - exp(-rho)) <= delta`` (KL <= rho, then
+    Bretagnolle-Huber). The optimal order comes from a bracketed root of the derivative, so tiny
+    rho (optimal order ~ sqrt(ln(1/delta)/rho), huge) is handled without a search window.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, ``>= 0`` (``inf`` gives ``inf``).
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        epsilon, ``>= 0``. Never larger than :func:`zcdp_to_eps_standard`.
+    """
+    rho = _check_rho(rho)
+    delta = _check_delta(delta)
+    if rho == 0.0:
+        return 0.0
+    if math.isinf(rho):
+        return math.inf
+    if _kl_floor_holds(rho, delta):
+        return 0.0
+    a = zcdp_optimal_order(rho, delta)
+    return max(0.0, _cks_eps(rho * a, a, math.log(delta)))
+
+
+def zcdp_delta_at(rho: float, eps: float) -> float:
+    """Smallest delta that the CKS bound gives for rho-zCDP at a given epsilon.
+
+    ``delta = min_{a > 1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a`` (CKS 2020 Prop. 12
+    solved for delta, the formula OpenDP uses), also capped by the Bretagnolle-Huber bound
+    ``sqrt(1 - exp(-rho))`` and by 1. This is the inverse of :func:`zcdp_to_eps_tight`.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, ``>= 0``.
+    eps : float
+        epsilon, ``>= 0``.
+
+    Returns
+    -------
+    float
+        delta in [0, 1].
+    """
+    rho = _check_rho(rho)
+    eps = _check_eps(eps)
+    if rho == 0.0 or math.isinf(eps):
+        return 0.0
+    if math.isinf(rho):
+        return 1.0
+    # d/da of ln delta(a) = (2a - 1) rho - eps + ln(1 - 1/a): increasing in a, from -inf at
+    # a -> 1 to +inf, so it has exactly one root, bracketed by y = a - 1 in (0, hi].
+    dlog = lambda y: (2.0 * y + 1.0) * rho - eps + math.log(y) - math.log1p(y)  # noqa: E731
+    hi = max(1.0, (eps + 1.0) / (2.0 * rho))
+    while dlog(hi) <= 0.0:
+        hi *= 2.0
+    lo = 1e-300
+    if dlog(lo) >= 0.0:  # rho > ~690 + eps: the bound is ~1 anyway, take the smallest order
+        y = lo
+    else:
+        y = optimize.brentq(dlog, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
+    a = 1.0 + y
+    log_delta = y * (a * rho - eps) + a * (math.log(y) - math.log1p(y)) - math.log(y)
+    bh = math.sqrt(-math.expm1(-rho))
+    return min(1.0, bh, math.exp(log_delta))
+
+
+# ---------------------------------------------------------------------------------------------
+# RDP -> (eps, delta)
+# ---------------------------------------------------------------------------------------------
+def _check_orders_values(orders: ArrayLike, rdp_values: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    o = np.asarray(orders, dtype=float).ravel()
+    r = np.asarray(rdp_values, dtype=float).ravel()
+    if o.size == 0:
+        raise ConfigError("the list of Renyi orders is empty", "give at least one order > 1, e.g. 2, 4, 8, 16, 32")
+    if o.shape != r.shape:
+        raise ConfigError(
+            f"{o.size} Renyi orders but {r.size} RDP values",
+            "give exactly one RDP value per order",
+        )
+    if np.any(~np.isfinite(o)) or np.any(o < 1.0):
+        bad = o[~np.isfinite(o) | (o < 1.0)][0]
+        raise ConfigError(f"Renyi order {bad!r} is not a finite number >= 1", "use orders a >= 1 (a > 1 to get a bound)")
+    if np.any(np.isnan(r)) or np.any(r < 0.0):
+        bad = r[np.isnan(r) | (r < 0.0)][0]
+        raise ConfigError(f"RDP value {bad!r} is not a number >= 0", "Renyi divergences are >= 0; check the RDP curve")
+    return o, r
+
+
+@overload
+def rdp_to_eps_orders(
+    orders: ArrayLike, rdp_values: ArrayLike, delta: float, return_order: Literal[False] = ...
+) -> float: ...
+@overload
+def rdp_to_eps_orders(
+    orders: ArrayLike, rdp_values: ArrayLike, delta: float, return_order: Literal[True]
+) -> tuple[float, float]: ...
+def rdp_to_eps_orders(
+    orders: ArrayLike, rdp_values: ArrayLike, delta: float, return_order: bool = False
+) -> float | tuple[float, float]:
+    """CKS Prop. 12 conversion minimised over a finite grid of Renyi orders.
+
+    This is the conversion of dp-accounting's ``RdpAccountant`` (and TF Privacy), and
+    reproduces its values: per order, 0 if the KL (Bretagnolle-Huber) floor applies, else
+    ``r + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``; order 1 alone gives no bound. Unlike
+    dp-accounting, orders in (1, 1.01] are used too (the log1p form is stable there); they are
+    never optimal in practice.
+
+    Parameters
+    ----------
+    orders : array_like
+        Renyi orders, each ``>= 1``.
+    rdp_values : array_like
+        RDP value at each order, ``>= 0`` (``inf`` allowed).
+    delta : float
+        Target delta in (0, 1).
+    return_order : bool, optional
+        Also return the optimal order.
+
+    Returns
+    -------
+    float or (float, float)
+        epsilon ``>= 0`` (``inf`` if no order gives a bound), and the optimal order if asked.
+    """
+    o, r = _check_orders_values(orders, rdp_values)
+    delta = _check_delta(delta)
+    eps = _cks_eps_grid(o, r, delta)
+    i_opt = int(np.argmin(eps))
+    best = max(0.0, float(eps[i_opt]))
+    return (best, float(o[i_opt])) if return_order else best
+
+
+def _cks_eps_grid(o: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:
+    """Per-order CKS bound with the KL floor; inf where an order gives no bound."""
+    eps = np.full(o.shape, math.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        finite = np.isfinite(r)
+        floor = finite & (delta**2 + np.expm1(-np.where(finite, r, 0.0)) > 0.0)
+        usable = finite & ~floor & (o > 1.0)
+        ou, ru = o[usable], r[usable]
+        eps[usable] = ru + np.log1p(-1.0 / ou) - (math.log(delta) + np.log(ou)) / (ou - 1.0)
+    eps[floor] = 0.0
+    return eps
+
+
+def _minimise_over_log_order(
+    objective: Callable[[float], float], x_lo: float, x_hi: float, n_grid: int
+) -> float:
+    """Minimum of objective(x) on [x_lo, x_hi]: a coarse grid, then Brent around the best cell.
+
+    A grid first because a general RDP curve need not make the bound unimodal; the bounded
+    Brent step then makes the optimum accurate to ~1e-12 in x, so the bound to ~1e-20.
+    """
+    xs = np.linspace(x_lo, x_hi, n_grid)
+    vals = np.array([objective(float(x)) for x in xs])
+    if not np.any(np.isfinite(vals)):
+        return math.inf
+    i = int(np.nanargmin(np.where(np.isnan(vals), np.inf, vals)))
+    lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, n_grid - 1)]
+    res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+    return float(min(vals[i], res.fun)) if np.isfinite(res.fun) else float(vals[i])
+
+
+def rdp_to_eps_tight(
+    rdp: Callable[[float], float] | tuple[ArrayLike, ArrayLike],
+    delta: float,
+) -> float:
+    """CKS Prop. 12 conversion of a Renyi-DP curve, minimised over a continuous order.
+
+    Parameters
+    ----------
+    rdp : callable or (orders, values)
+        Either a function ``a -> R(a)`` valid for every order ``a > 1`` (searched over
+        ``a - 1`` in [e^-25, e^60]), or a pair ``(orders, values)``. For a pair, ``(a-1) R(a)``
+        is interpolated linearly between neighbouring orders: ``(a-1) D_a`` is a cumulant
+        generating function, hence convex in ``a``, so the chord lies above it and the
+        interpolated curve is still a valid RDP bound. The result is therefore never larger
+        than :func:`rdp_to_eps_orders` on the same grid.
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        epsilon ``>= 0``.
+    """
+    delta = _check_delta(delta)
+    log_delta = math.log(delta)
+    if callable(rdp):
+        def r_of(a: float) -> float:
+            v = float(rdp(a))
+            if math.isnan(v) or v < 0.0:
+                raise ConfigError(f"the RDP curve returned {v!r} at order {a!r}", "return a number >= 0 for every order > 1")
+            return v
+
+        def objective(x: float) -> float:
+            y = math.exp(x)
+            a = 1.0 + y
+            r = r_of(a)
+            if math.isinf(r):
+                return math.inf
+            # Same bound as _cks_eps, written in y = a - 1 so it stays exact as a -> 1.
+            return r + (x - math.log1p(y)) - (log_delta + math.log1p(y)) / y
+
+        r_small = r_of(1.0 + math.exp(_LOG_AM1_MIN))
+        if _kl_floor_holds(r_small, delta):
+            return 0.0
+        return max(0.0, _minimise_over_log_order(objective, _LOG_AM1_MIN, _LOG_AM1_MAX, _GRID_POINTS))
+
+    try:
+        orders, values = rdp
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"rdp = {rdp!r} is neither a callable nor an (orders, values) pair",
+            "pass a function a -> R(a) or a pair of equal-length arrays",
+        ) from None
+    o, r = _check_orders_values(orders, values)
+    grid_eps, a_opt = rdp_to_eps_orders(o, r, delta, return_order=True)
+    keep = o > 1.0
+    o, r = o[keep], r[keep]
+    order = np.argsort(o)
+    o, r = o[order], r[order]
+    if o.size < 2 or grid_eps == 0.0 or math.isinf(grid_eps):
+        return grid_eps
+    with np.errstate(invalid="ignore"):
+        m = (o - 1.0) * r  # cumulant generating function values at the grid orders
+
+    def interp_objective(a: float) -> float:
+        j = int(np.searchsorted(o, a, side="right")) - 1
+        j = min(max(j, 0), o.size - 2)
+        if not (np.isfinite(m[j]) and np.isfinite(m[j + 1])):
+            return math.inf
+        t = (a - o[j]) / (o[j + 1] - o[j])
+        ra = ((1.0 - t) * m[j] + t * m[j + 1]) / (a - 1.0)
+        return _cks_eps(ra, a, log_delta)
+
+    # Refine only in the two cells next to the best grid order: the interpolated bound equals
+    # the grid bound at the nodes, so this can only improve on the grid answer.
+    i = int(np.searchsorted(o, a_opt))
+    best = grid_eps
+    for lo, hi in ((max(i - 1, 0), i), (i, min(i + 1, o.size - 1))):
+        if hi > lo:
+            res = optimize.minimize_scalar(
+                interp_objective, bounds=(o[lo], o[hi]), method="bounded", options={"xatol": 1e-12}
+            )
+            if np.isfinite(res.fun):
+                best = min(best, float(res.fun))
+    return max(0.0, best)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian DP (exact composition of Gaussian mechanisms)
+# ---------------------------------------------------------------------------------------------
+def gaussian_mu(sensitivities: ArrayLike, sigmas: ArrayLike) -> float:
+    """GDP parameter of composed Gaussian mechanisms: ``mu = sqrt(sum_t D_t^2 / s_t^2)``.
+
+    Parameters
+    ----------
+    sensitivities : array_like
+        l2 sensitivities ``D_t >= 0`` (a scalar is broadcast).
+    sigmas : array_like
+        Noise standard deviations ``s_t > 0`` (a scalar is broadcast).
+
+    Returns
+    -------
+    float
+        mu ``>= 0``.
+    """
+    d = np.asarray(sensitivities, dtype=float)
+    s = np.asarray(sigmas, dtype=float)
+    try:
+        d, s = np.broadcast_arrays(d, s)
+    except ValueError:
+        raise ConfigError(
+            f"{d.size} sensitivities and {s.size} noise levels do not match",
+            "give one sensitivity per noise level, or a single scalar for either",
+        ) from None
+    if np.any(np.isnan(d)) or np.any(d < 0.0) or np.any(np.isinf(d)):
+        raise ConfigError(f"sensitivities {d.ravel()[:5].tolist()}... must be finite and >= 0", "check the sensitivity bound")
+    if np.any(np.isnan(s)) or np.any(s <= 0.0):
+        raise ConfigError(f"noise levels {s.ravel()[:5].tolist()}... must be > 0", "use sigma > 0 (sigma = 0 is a non-private release)")
+    return float(math.sqrt(float(np.sum((d / s) ** 2))))
+
+
+def _log_gaussian_delta(mu: float, eps: float) -> float:
+    """ln delta(eps) for mu-GDP, stable for large eps (where both terms underflow)."""
+    a = -eps / mu + mu / 2.0
+    b = -eps / mu - mu / 2.0
+    la = float(special.log_ndtr(a))
+    lb = float(special.log_ndtr(b))
+    # delta = Phi(a) (1 - exp(eps + ln Phi(b) - ln Phi(a))), and the exponent is < 0 for mu > 0.
+    z = eps + lb - la
+    if z >= 0.0:  # only reachable through rounding when delta is ~1e-300 of Phi(a)
+        return -math.inf
+    return la + math.log(-math.expm1(z))
+
+
+def gaussian_delta(mu: float, eps: float) -> float:
+    """delta(eps) of a mu-GDP mechanism (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2019).
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``>= 0`` (``inf`` gives 1).
+    eps : float
+        epsilon, ``>= 0``.
+
+    Returns
+    -------
+    float
+        ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
+    """
+    mu = _check_nonneg(mu, "mu", "give the Gaussian-DP parameter mu = sqrt(sum D^2/sigma^2) >= 0")
+    eps = _check_eps(eps)
+    if mu == 0.0 or math.isinf(eps):
+        return 0.0
+    if math.isinf(mu):
+        return 1.0
+    if eps == 0.0:
+        return float(special.erf(mu / (2.0 * math.sqrt(2.0))))  # 2 Phi(mu/2) - 1, no cancellation
+    return math.exp(_log_gaussian_delta(mu, eps))
+
+
+def gaussian_exact_eps(mu: float | tuple[ArrayLike, ArrayLike], delta: float) -> float:
+    """Exact epsilon of composed Gaussian mechanisms at a given delta.
+
+    Valid when every release is a Gaussian mechanism whose ratio ``D_t / s_t`` is fixed before
+    the run (its input may depend on earlier outputs).
+
+    Parameters
+    ----------
+    mu : float or (sensitivities, sigmas)
+        The GDP parameter, or the per-release sensitivities and noise levels (see
+        :func:`gaussian_mu`).
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+        The smallest epsilon ``>= 0`` with ``gaussian_delta(mu, eps) <= delta``.
+    """
+    if isinstance(mu, tuple):
+        if len(mu) != 2:
+            raise ConfigError(f"mu = {mu!r} is a tuple but not (sensitivities, sigmas)", "pass mu as a float or a pair")
+        mu = gaussian_mu(*mu)
+    mu = _check_nonneg(mu, "mu", "give the Gaussian-DP parameter mu = sqrt(sum D^2/sigma^2) >= 0")
+    delta = _check_delta(delta)
+    if mu == 0.0:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+    if gaussian_delta(mu, 0.0) <= delta:
+        return 0.0
+    log_target = math.log(delta)
+    f = lambda e: _log_gaussian_delta(mu, e) - log_target  # noqa: E731  decreasing in e
+    # exact <= standard, so the standard conversion brackets the root from above.
+    hi = zcdp_to_eps_standard(mu * mu / 2.0, delta)
+    while f(hi) > 0.0:
+        hi = 2.0 * hi + 1.0
+    if f(0.0) <= 0.0:
+        return 0.0
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+
+
+def laplace_eps(sensitivity: float, scale: float) -> float:
+    """Pure epsilon of the Laplace mechanism: ``D / b``.
+
+    Parameters
+    ----------
+    sensitivity : float
+        l1 sensitivity ``D >= 0``.
+    scale : float
+        Laplace scale ``b > 0``.
+
+    Returns
+    -------
+    float
+        ``D / b``.
+    """
+    d = _check_nonneg(sensitivity, "sensitivity", "give the l1 sensitivity as a finite number >= 0", allow_inf=False)
+    try:
+        b = float(scale)
+    except (TypeError, ValueError):
+        raise ConfigError(f"scale = {scale!r} is not a number", "give the Laplace scale b > 0") from None
+    if not (b > 0.0):
+        raise ConfigError(f"Laplace scale = {scale!r} must be > 0", "use b > 0 (b = 0 is a non-private release)")
+    return d / b

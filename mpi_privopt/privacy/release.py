@@ -1,0 +1,59 @@
+"""What an agent may put on a link: a :class:`Release`.
+
+A release is a payload plus how it was made private. The network refuses anything
+else, so an algorithm cannot send a raw array by accident: it must say whether the
+message went through a mechanism (``private``, carrying the mechanism's privacy event),
+is independent of the data (``public``), or is sent in the clear by a non-private
+baseline (``nonprivate``, whose privacy loss is unbounded and is reported as such).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+PRIVATE = "private"
+PUBLIC = "public"
+NONPRIVATE = "nonprivate"
+KINDS = (PRIVATE, PUBLIC, NONPRIVATE)
+
+
+class Release:
+    """A payload ready to leave an agent.
+
+    Parameters
+    ----------
+    payload : numpy.ndarray
+        The values to send. Made C-contiguous so the network can hand the buffer to
+        MPI without a copy or pickle.
+    kind : {"private", "public", "nonprivate"}
+        How the payload relates to the agent's private data.
+    event : object, optional
+        For ``private`` releases, the privacy event of the mechanism that produced the
+        payload (for example a Gaussian mechanism's sensitivity and noise scale). The
+        per-link ledger books it on every link the release travels.
+    """
+
+    __slots__ = ("payload", "kind", "event")
+
+    def __init__(self, payload: np.ndarray, kind: str, event: Any = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"release kind {kind!r} is not one of {KINDS}")
+        if kind == PRIVATE and event is None:
+            raise ValueError("a private release must carry the privacy event of its mechanism")
+        self.payload = np.ascontiguousarray(payload)
+        self.kind = kind
+        self.event = event
+
+    @classmethod
+    def nonprivate(cls, payload: np.ndarray) -> "Release":
+        """Mark a message sent without protection (a non-private baseline)."""
+        return cls(payload, NONPRIVATE)
+
+    @classmethod
+    def public(cls, payload: np.ndarray) -> "Release":
+        """Mark a message that does not depend on any private data."""
+        return cls(payload, PUBLIC)
+
+    def __repr__(self) -> str:
+        return f"Release(kind={self.kind!r}, shape={self.payload.shape}, event={self.event!r})"

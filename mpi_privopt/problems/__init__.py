@@ -1,0 +1,64 @@
+"""Problems: losses, regularisers, per-agent data, local objectives and the reference.
+
+Agent k of K owns ``(X_k, y_k)`` and the local objective
+
+    f_k(w) = (1/M_k) sum_j loss(x_kj, y_kj; w) + (1/K) R(w),
+    R(w)   = l1 ||w||_1 + l2 ||w||_2^2,
+
+so the centralised problem is ``min_w F(w) = sum_k f_k(w)`` (Gauthier et al., zCDP-NFL,
+eq. 1 & 4; losses carry no factor 1/2).
+
+Modules
+-------
+losses       per-sample losses of z = x^T w (:data:`LOSSES`)
+regularizers the elastic-net penalty R
+registry     the named problems (:data:`PROBLEMS`)
+config       the ``[problem]`` section: :class:`ProblemConfig`, checks, l1/l2 resolution
+synthetic    reproducible synthetic data per (seed, agent)
+datafiles    reading and checking user .npz/.csv files
+data         :func:`load_agent_data`: one agent's data set
+local        :class:`LocalProblem` (f_k with clipping)
+global_problem  :class:`GlobalProblem` (F, for evaluation only)
+reference*   :func:`solve_reference`: high-precision centralised optimum
+"""
+from mpi_privopt.problems.config import (
+    AUTO_L1_FACTOR,
+    ProblemConfig,
+    auto_l1,
+    problem_loss,
+    problem_spec,
+    resolve_l1,
+    resolve_l2,
+    validate_problem_config,
+)
+from mpi_privopt.problems.data import load_agent_data
+from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.local import LocalProblem, make_local_problem
+from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
+from mpi_privopt.problems.reference import ReferenceSolution, solve_reference
+from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
+from mpi_privopt.problems.synthetic import true_parameter
+
+__all__ = [
+    "AUTO",
+    "AUTO_L1_FACTOR",
+    "GlobalProblem",
+    "LOSSES",
+    "LocalProblem",
+    "Loss",
+    "PROBLEMS",
+    "ProblemConfig",
+    "ProblemSpec",
+    "ReferenceSolution",
+    "auto_l1",
+    "load_agent_data",
+    "make_local_problem",
+    "make_loss",
+    "problem_loss",
+    "problem_spec",
+    "resolve_l1",
+    "resolve_l2",
+    "solve_reference",
+    "true_parameter",
+    "validate_problem_config",
+]

@@ -1,0 +1,171 @@
+"""One agent's local objective ``f_k(w) = (1/M_k) sum_j loss_kj(w) + (1/K) R(w)``."""
+from __future__ import annotations
+
+import numpy as np
+
+from mpi_privopt.errors import DataError
+from mpi_privopt.problems.config import ProblemConfig, problem_loss, resolve_l2
+from mpi_privopt.problems.losses import Loss, make_loss
+from mpi_privopt.problems.regularizers import penalty_subgradient, penalty_value
+
+__all__ = ["LocalProblem", "make_local_problem"]
+
+
+class LocalProblem:
+    """``f_k`` for one agent: its data, loss, regulariser share 1/K, and clipping.
+
+    Parameters
+    ----------
+    X : ndarray, shape (M_k, P)
+        This agent's features.
+    y : ndarray, shape (M_k,)
+        This agent's labels.
+    loss : Loss or str
+        The per-sample loss, or its name in :data:`LOSSES`.
+    l1, l2 : float
+        Coefficients of ``R(w) = l1 ||w||_1 + l2 ||w||^2`` (the global regulariser;
+        each agent carries ``R / K``).
+    n_agents : int
+        K.
+    clip : float, optional
+        Per-sample gradient clipping threshold c1; ``<= 0`` or None is off.
+    huber_delta : float, optional
+        Used only when ``loss`` is the string "huber".
+
+    Notes
+    -----
+    Clipping changes only the gradient oracle (:meth:`loss_gradient`, :meth:`subgradient`):
+    the agents then follow the gradient of a clipped surrogate, while :meth:`value`
+    stays the true unclipped ``f_k``.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        loss: Loss | str,
+        l1: float,
+        l2: float,
+        n_agents: int,
+        clip: float | None = 0.0,
+        huber_delta: float = 1.0,
+    ) -> None:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] == 0:
+            raise DataError(
+                f"local data must be X of shape (M, P) and y of shape (M,) with M >= 1, "
+                f"got X {X.shape} and y {y.shape}",
+                "pass one row of X per label and at least one sample",
+            )
+        self.loss: Loss = make_loss(loss, huber_delta) if isinstance(loss, str) else loss
+        self.X = X
+        self.y = y
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1]
+        self.n_agents = int(n_agents)
+        self.l1 = float(l1)
+        self.l2 = float(l2)
+        self.clip = float(clip) if clip is not None and clip > 0 else 0.0
+        # row norms are fixed: clipping and gradient bounds reuse them every iteration
+        self.row_norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        self._lambda_max: float | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalProblem(loss={self.loss.name}, M={self.n_samples}, P={self.n_features}, "
+            f"K={self.n_agents}, l1={self.l1:g}, l2={self.l2:g}, clip={self.clip:g})"
+        )
+
+    # -- values ------------------------------------------------------------------------
+
+    def data_value(self, w: np.ndarray) -> float:
+        """``(1/M_k) sum_j loss(x_j^T w, y_j)``."""
+        return float(np.mean(self.loss.value(self.X @ w, self.y)))
+
+    def value(self, w: np.ndarray) -> float:
+        """``f_k(w)`` (unclipped)."""
+        return self.data_value(w) + penalty_value(w, self.l1, self.l2) / self.n_agents
+
+    # -- gradients ---------------------------------------------------------------------
+
+    def per_sample_gradients(self, w: np.ndarray) -> np.ndarray:
+        """Unclipped per-sample loss (sub)gradients, shape (M_k, P)."""
+        return self.loss.derivative(self.X @ w, self.y)[:, None] * self.X
+
+    def clip_factors(self, d: np.ndarray) -> np.ndarray:
+        """``min(1, c1 / ||g_j||)`` per sample for derivatives ``d`` (ones if clipping is off)."""
+        if not self.clip:
+            return np.ones_like(d)
+        # ||g_j|| = |d_j| ||x_j||; c1 / max(||g_j||, c1) avoids dividing by a zero norm
+        return self.clip / np.maximum(np.abs(d) * self.row_norms, self.clip)
+
+    def loss_gradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
+        """``(1/M_k) sum_j clip(g_j)``: the data term only.
+
+        ``clipped=False`` gives the unclipped data (sub)gradient.
+        """
+        d = self.loss.derivative(self.X @ w, self.y)
+        if clipped and self.clip:
+            d = d * self.clip_factors(d)
+        return (self.X.T @ d) / self.n_samples
+
+    def regularizer_subgradient(self, w: np.ndarray) -> np.ndarray:
+        """``(1/K) R'(w)`` with sign(0) = 0 for the l1 part; never clipped."""
+        return penalty_subgradient(w, self.l1, self.l2) / self.n_agents
+
+    def subgradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
+        """``loss_gradient(w) + regularizer_subgradient(w)``."""
+        return self.loss_gradient(w, clipped=clipped) + self.regularizer_subgradient(w)
+
+    # -- constants ---------------------------------------------------------------------
+
+    def gradient_bound(self, radius: float) -> float:
+        """Upper bound on the unclipped per-sample loss (sub)gradient norm over ``||w|| <= radius``.
+
+        Max over this agent's samples of ``||x_j|| * |loss'|``-bound: squared
+        ``2 ||x|| (||x|| R + |y|)``, absolute ``||x||``, hinge ``|y| ||x||``, huber
+        ``min(delta, ||x|| R + |y|) ||x||``, logistic ``|y| sigma(|y| ||x|| R) ||x|| <= ||x||``.
+        With clipping on, the clipped gradients are bounded by ``min(clip, this)``.
+        """
+        if radius < 0:
+            raise ValueError(f"radius = {radius} must be >= 0")
+        bounds = self.loss.derivative_bound(self.row_norms, self.y, float(radius))
+        return float(np.max(self.row_norms * bounds))
+
+    def lambda_max(self) -> float:
+        """Largest eigenvalue of ``X_k^T X_k`` (cached)."""
+        if self._lambda_max is None:
+            self._lambda_max = float(np.linalg.norm(self.X, 2) ** 2)
+        return self._lambda_max
+
+    def smoothness(self) -> float | None:
+        """Lipschitz constant of the gradient of the smooth part of ``f_k``, or None.
+
+        ``max_curvature * lambda_max(X^T X) / M_k + 2 l2 / K`` (squared: curvature 2,
+        huber 1, logistic 1/4); None for nonsmooth losses. The l1 term is not smooth and
+        is not included; the constant is for the unclipped gradient.
+        """
+        if not self.loss.smooth:
+            return None
+        data = self.loss.max_curvature * self.lambda_max() / self.n_samples
+        return data + 2.0 * self.l2 / self.n_agents
+
+
+def make_local_problem(
+    cfg: ProblemConfig, X: np.ndarray, y: np.ndarray, n_agents: int, l1_value: float
+) -> LocalProblem:
+    """Build agent k's :class:`LocalProblem` from the config and its data.
+
+    ``l1_value`` is the numeric l1 from :func:`resolve_l1` (it may need global data);
+    l2, the loss (with its override and huber_delta) and clip come from ``cfg``.
+    """
+    return LocalProblem(
+        X,
+        y,
+        problem_loss(cfg),
+        l1=l1_value,
+        l2=resolve_l2(cfg),
+        n_agents=n_agents,
+        clip=cfg.clip,
+    )

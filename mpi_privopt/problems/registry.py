@@ -1,0 +1,54 @@
+"""The named problems: a loss and default regulariser coefficients each."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpi_privopt.problems.losses import LOSSES, Loss
+
+__all__ = ["ProblemSpec", "PROBLEMS", "AUTO"]
+
+#: Sentinel for ``l1``: ``AUTO_L1_FACTOR * ||X^T y||_inf`` on the globally stacked data.
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """A named problem.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    loss : Loss
+        Per-sample loss.
+    l1 : float or "auto"
+        Default l1 coefficient.
+    l2 : float
+        Default l2 coefficient (of ``||w||_2^2``, no factor 1/2).
+    task : {"regression", "classification"}
+        What the labels are.
+    """
+
+    name: str
+    loss: Loss
+    l1: float | str
+    l2: float
+    task: str
+
+
+def _spec(name: str, loss: str, l1: float | str, l2: float) -> ProblemSpec:
+    return ProblemSpec(name, LOSSES[loss], l1, l2, LOSSES[loss].task)
+
+
+PROBLEMS: dict[str, ProblemSpec] = {
+    s.name: s
+    for s in (
+        _spec("ridge", "squared", 0.0, 1.0),
+        _spec("lasso", "squared", AUTO, 0.0),
+        _spec("elastic-net", "squared", AUTO, 1.0),
+        _spec("lad", "absolute", 0.0, 0.0),
+        _spec("svm", "hinge", 0.0, 0.01),
+        _spec("logistic", "logistic", 0.0, 0.01),
+        _spec("huber", "huber", 0.0, 0.01),
+    )
+}

@@ -1,0 +1,118 @@
+"""The run directory: everything a run leaves behind, written by rank 0.
+
+Layout::
+
+    config.toml     the fully resolved configuration (runs again as it is)
+    graph.edgelist  the communication graph, one "u v" line per edge
+    metrics.csv     iteration, error, objective_gap, consensus_gap, elapsed_seconds
+    traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total
+                    (row = sender, column = receiver)
+    models.npz      W: every agent's final model (row k = agent k); w_c: the optimum
+    summary.json    the headline numbers of the run
+
+``metrics.csv`` is appended and flushed at every evaluation, so a run that stops early
+keeps everything it measured up to then.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+from .monitor import Evaluation
+from .topology import write_edge_list
+
+METRIC_COLUMNS = ("iteration", "error", "objective_gap", "consensus_gap", "elapsed_seconds")
+
+
+def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") -> Path:
+    """The directory for a new run; never one that already holds results."""
+    if out:
+        path = Path(out)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise ConfigError(f"--out {out} already exists and is not empty",
+                              "choose a new directory; earlier results are never overwritten")
+        return path
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(base) / f"{name}-{stamp}-seed{seed}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(base) / f"{name}-{stamp}-seed{seed}-{suffix}"
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def write_json(path: Path, data: Any) -> None:
+    # Infinity is written for unbounded quantities (a non-private link's privacy loss);
+    # Python's json and most JSON readers in data tools accept it.
+    path.write_text(json.dumps(_jsonable(data), indent=2) + "\n")
+
+
+class RunDirectory:
+    """Writer of one run's directory (used on rank 0 only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._metrics_file = None
+        self._metrics = None
+
+    def write_config(self, toml_text: str) -> None:
+        (self.path / "config.toml").write_text(toml_text)
+
+    def write_graph(self, graph) -> None:
+        write_edge_list(graph, self.path / "graph.edgelist")
+
+    def append_metrics(self, row: Evaluation) -> None:
+        if self._metrics is None:
+            self._metrics_file = open(self.path / "metrics.csv", "w", newline="")
+            self._metrics = csv.writer(self._metrics_file)
+            self._metrics.writerow(METRIC_COLUMNS)
+        self._metrics.writerow([row.iteration, repr(row.error), repr(row.objective_gap),
+                                repr(row.consensus_gap), f"{row.elapsed:.6f}"])
+        self._metrics_file.flush()
+
+    def write_traffic(self, matrices: dict, receive_seconds: list[float]) -> None:
+        write_json(self.path / "traffic.json", {
+            "agents": int(matrices["total"]["bytes"].shape[0]),
+            "rows": "sender", "columns": "receiver",
+            "units": {"messages": "count", "bytes": "payload bytes", "seconds": "seconds in MPI calls"},
+            "phases": matrices["phases"],
+            "total": matrices["total"],
+            "receive_seconds": receive_seconds,
+        })
+
+    def write_models(self, W: np.ndarray, w_c: np.ndarray) -> None:
+        np.savez(self.path / "models.npz", W=W, w_c=w_c)
+
+    def write_summary(self, summary: dict) -> None:
+        write_json(self.path / "summary.json", summary)
+
+    def close(self) -> None:
+        if self._metrics_file is not None:
+            self._metrics_file.close()
+            self._metrics_file = None
+
+
+def read_metrics(path: str | Path) -> dict[str, np.ndarray]:
+    """Columns of a run's ``metrics.csv`` as arrays."""
+    with open(Path(path) / "metrics.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    return {c: np.array([float(r[c]) for r in rows]) for c in METRIC_COLUMNS}

@@ -1,0 +1,134 @@
+"""The command line as a user runs it: real ``mpiexec`` jobs, each with a time limit.
+
+Every bad-input case must end with a message naming the problem, a non-zero exit, and no
+rank left hanging (the time limit would catch a hang).
+"""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+MPIEXEC = shutil.which("mpiexec")
+TIME_LIMIT = 180
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+def mpirun(ranks, *args, cwd=None):
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "mpi_privopt", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT, cwd=cwd)
+
+
+def single(*args):
+    cmd = [sys.executable, "-m", "mpi_privopt", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT)
+
+
+def test_run_writes_a_complete_run_directory(tmp_path):
+    out = tmp_path / "run"
+    proc = mpirun(4, "run", "--set", "run.iterations=30", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for name in ("config.toml", "graph.edgelist", "metrics.csv", "traffic.json",
+                 "models.npz", "summary.json"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("algorithm", "ranks", "iterations", "final_error", "bytes_total",
+                "wall_seconds", "comm_seconds", "seed"):
+        assert key in summary
+    assert summary["ranks"] == 4 and summary["iterations"] == 30
+    assert summary["worst_link_epsilon"] == float("inf")  # non-private: unbounded, never 0
+    models = np.load(out / "models.npz")
+    assert models["W"].shape == (4, 8)
+    metrics = (out / "metrics.csv").read_text().splitlines()
+    assert metrics[0] == "iteration,error,objective_gap,consensus_gap,elapsed_seconds"
+    assert len(metrics) == 1 + 31
+    # The summary table and the run directory are shown once, by rank 0.
+    assert proc.stdout.count("run directory") == 1 and str(out) in proc.stdout
+    # The resolved config runs again as it is.
+    again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["final_error"] == \
+        summary["final_error"]
+
+
+def test_existing_run_directory_is_never_overwritten(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    proc = mpirun(2, "run", "--set", "run.iterations=3", "--out", str(out))
+    assert proc.returncode != 0
+    assert "already exists" in proc.stderr
+    assert (out / "keep.txt").read_text() == "precious"
+
+
+def test_list_and_check():
+    proc = single("list")
+    assert proc.returncode == 0
+    for word in ("admm", "dgd", "erdos-renyi", "ridge", "lad", "default"):
+        assert word in proc.stdout
+    proc = single("check", "default", "--ranks", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert "OK for 8 ranks" in proc.stdout
+
+
+def _edge_list(tmp_path, text, name="graph.txt"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _bad_cases(tmp_path):
+    cases = {}
+    five = _edge_list(tmp_path, "0 1\n1 2\n2 3\n3 4\n4 0\n", "five.txt")
+    cases["rank count"] = (["--set", "topology.kind=file", "--set", f"topology.file={five}"],
+                           ["node 4", "4 ranks", "mpiexec -n 5"])
+    split = _edge_list(tmp_path, "0 1\n2 3\n", "split.txt")
+    cases["disconnected"] = (["--set", "topology.kind=file", "--set", f"topology.file={split}"],
+                             ["connected"])
+    far = _edge_list(tmp_path, "0 1\n1 2\n2 3\n3 9\n", "far.txt")
+    cases["edge to missing node"] = (["--set", "topology.kind=file",
+                                      "--set", f"topology.file={far}"], ["9", "line 4"])
+    cases["unknown algorithm"] = (["--set", "algorithm.name=sgd"], ["sgd", "admm", "dgd"])
+    cases["unknown topology"] = (["--set", "topology.kind=torus"], ["torus", "ring"])
+    cases["unknown problem"] = (["--set", "problem.name=kmeans"], ["kmeans", "ridge"])
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("[run\niterations = 3\n")
+    cases["malformed toml"] = ([str(bad_toml)], ["not valid TOML"])
+    unknown_key = tmp_path / "unknown.toml"
+    unknown_key.write_text("[run]\niterationz = 3\n")
+    cases["unknown key"] = ([str(unknown_key)], ["run.iterationz"])
+    cases["zero iterations"] = (["--set", "run.iterations=0"], ["run.iterations"])
+    cases["negative step"] = (["--set", "algorithm.eta=-0.1"], ["algorithm.eta"])
+    rng = np.random.default_rng(0)
+    X, y, agent = rng.normal(size=(40, 3)), rng.normal(size=40), np.repeat(np.arange(4), 10)
+    X_nan = X.copy()
+    X_nan[7, 1] = np.nan
+    nan_file = tmp_path / "nan.npz"
+    np.savez(nan_file, X=X_nan, y=y, agent=agent)
+    cases["nan in data"] = (["--set", f"problem.data={nan_file}"], ["NaN", "nan.npz"])
+    three = tmp_path / "three.npz"
+    np.savez(three, X=X, y=y, agent=np.repeat(np.arange(3), [14, 13, 13]))
+    cases["agent column"] = (["--set", f"problem.data={three}"], ["three.npz", "3"])
+    return cases
+
+
+CASES = ["rank count", "disconnected", "edge to missing node", "unknown algorithm",
+         "unknown topology", "unknown problem", "malformed toml", "unknown key",
+         "zero iterations", "negative step", "nan in data", "agent column"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_fails_clearly_on_every_rank(tmp_path, case):
+    args, words = _bad_cases(tmp_path)[case]
+    config = [a for a in args if a.endswith(".toml")]
+    rest = [a for a in args if not a.endswith(".toml")]
+    proc = mpirun(4, "run", *config, *rest, "--out", str(tmp_path / "out"))
+    assert proc.returncode != 0
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+    assert "how to fix" in proc.stderr
+    assert proc.stderr.count("mpi_privopt: error") == 1  # one message, not one per rank
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,90 @@
+"""Config: defaults, TOML, --set overrides, and messages for bad input."""
+import math
+
+import pytest
+
+from mpi_privopt.config import (
+    apply_overrides, config_from_dict, load_config, packaged_experiments, parse_override)
+from mpi_privopt.errors import ConfigError
+
+
+def test_default_experiment_loads_with_every_section():
+    cfg = load_config()
+    assert cfg.algorithm.name == "admm"
+    assert cfg.run.iterations >= 1
+    assert set(cfg.to_dict()) == {"problem", "topology", "algorithm", "privacy", "run"}
+    assert "default" in packaged_experiments()
+
+
+def test_overrides_are_typed_from_toml():
+    cfg = load_config(None, ["run.iterations=17", "problem.name=lad", "topology.kind=ring",
+                             "algorithm.name=dgd", "algorithm.step=0.5", "run.seed=4"])
+    assert cfg.run.iterations == 17 and cfg.run.seed == 4
+    assert cfg.problem.name == "lad" and cfg.topology.kind == "ring"
+    assert cfg.algorithm.name == "dgd" and cfg.algorithm.params.step == 0.5
+
+
+def test_an_int_is_accepted_for_a_float_key():
+    cfg = load_config(None, ["algorithm.rho=2"])
+    assert isinstance(cfg.algorithm.params.rho, float) and cfg.algorithm.params.rho == 2.0
+
+
+def test_resolved_config_round_trips_through_toml(tmp_path):
+    cfg = load_config(None, ["run.iterations=9", "algorithm.eta=0.25"])
+    path = tmp_path / "c.toml"
+    path.write_text(cfg.to_toml())
+    again = load_config(str(path))
+    assert again.to_dict() == cfg.to_dict()
+    assert math.isinf(again.privacy.epsilon)
+
+
+def test_bare_string_override_without_quotes():
+    assert parse_override("problem.name=elastic-net") == ("problem", "name", "elastic-net")
+
+
+@pytest.mark.parametrize("overrides,words", [
+    (["run.iterations=0"], ["run.iterations", "positive"]),
+    (["run.iterations=-3"], ["run.iterations"]),
+    (["algorithm.eta=0"], ["algorithm.eta", "positive"]),
+    (["algorithm.name=dgd", "algorithm.step=-1"], ["algorithm.step"]),
+    (["algorithm.name=nope"], ["nope", "admm", "dgd"]),
+    (["topology.kind=torus"], ["torus", "ring", "erdos-renyi"]),
+    (["problem.name=unicorn"], ["unicorn", "ridge"]),
+    (["run.iterationz=3"], ["run.iterationz", "iterations"]),
+    (["algorithm.step=0.1"], ["algorithm.step", "rho"]),   # admm has no 'step'
+    (["run.iterations=ten"], ["run.iterations", "int"]),
+    (["nosuch.key=1"], ["nosuch"]),
+    (["privacy.epsilon=1.0"], ["not private", "privacy.epsilon"]),
+    (["privacy.delta=2"], ["privacy.delta"]),
+    (["topology.directed=true"], ["undirected"]),
+    (["topology.kind=file"], ["topology.file"]),
+    (["algorithm.schedule=fast"], ["schedule", "constant"]),
+])
+def test_bad_values_name_the_key_and_the_fix(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, overrides)
+    message = str(info.value)
+    for word in words:
+        assert word in message
+    assert "how to fix" in message
+
+
+def test_malformed_toml_names_the_file_and_position(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("[run]\niterations = = 3\n")
+    with pytest.raises(ConfigError, match=r"bad.toml is not valid TOML.*line 2"):
+        load_config(str(path))
+
+
+def test_unknown_section_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[extra\]"):
+        config_from_dict({"extra": {"a": 1}})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match="packaged experiments"):
+        load_config("no-such-experiment")
+
+
+def test_override_needs_section_dot_key():
+    with pytest.raises(ConfigError, match="section.key=value"):
+        apply_overrides({}, ["iterations=3"])
