@@ -1,4 +1,4 @@
-"""Command line: ``python -m mpi_privopt {run, check, list, bench}``.
+"""Command line: ``python -m mpi_privopt {run, check, list, bench, reproduce}``.
 
 Launch runs under MPI, one rank per agent::
 
@@ -80,12 +80,20 @@ def cmd_list(args) -> int:
         print(f"  {name:<16} loss {spec.loss.name}, l1 {spec.l1}, l2 {spec.l2}")
     print("packaged experiments (run by name):")
     print("  " + ", ".join(packaged_experiments()))
+    from .reproduce import available
+    print("paper reproductions (reproduce NAME):")
+    print("  " + (", ".join(available()) or "none yet"))
     return 0
 
 
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
     return bench_main(args)
+
+
+def cmd_reproduce(args) -> int:
+    from .reproduce import run as reproduce_run
+    return reproduce_run(args.name, args.options)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
+    p.add_argument("name", help="the paper, e.g. gade2017 or gauthier2024")
+    p.add_argument("options", nargs=argparse.REMAINDER,
+                   help="options of that reproduction (see reproduce NAME --help)")
+    p.set_defaults(func=cmd_reproduce)
     return parser
 
 

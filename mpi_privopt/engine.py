@@ -111,22 +111,8 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
 
-    X, y = agree(eval_comm, lambda: problems.load_agent_data(cfg.problem, rank, n_agents,
-                                                             cfg.run.seed))
-    shards = eval_comm.gather((X, y), root=0)
-
-    # The reference optimum and "auto" hyperparameters need all the data: the monitor
-    # computes them on rank 0, outside the agents, and hands each agent only the number.
-    setup = None
-    if root:
-        X_all, y_all = np.vstack([s[0] for s in shards]), np.concatenate([s[1] for s in shards])
-        l1 = problems.resolve_l1(cfg.problem, X_all, y_all)
-        global_problem = problems.GlobalProblem(
-            [problems.make_local_problem(cfg.problem, Xk, yk, n_agents, l1) for Xk, yk in shards])
-        reference = problems.solve_reference(global_problem)
-        setup = l1
-    l1 = eval_comm.bcast(setup, root=0)
-    local = problems.make_local_problem(cfg.problem, X, y, n_agents, l1)
+    setup = problems.build_problems(cfg.problem, eval_comm, cfg.run.seed)
+    local, reference = setup.local, setup.reference
 
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
     net = Network(comm, in_nbrs, out_nbrs)
@@ -135,10 +121,8 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
                   weights=cfg.topology.weights)
     algorithm = ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params)
 
-    monitor = Monitor(eval_comm, local.n_features,
-                      global_problem if root else None,
-                      reference.w if root else None,
-                      reference.value if root else 0.0)
+    monitor = Monitor(eval_comm, local.n_features, setup.global_problem,
+                      reference.w if root else None, reference.value if root else 0.0)
     directory = None
     if root:
         directory = RunDirectory(run_dir)

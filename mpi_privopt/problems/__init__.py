@@ -20,6 +20,7 @@ data         :func:`load_agent_data`: one agent's data set
 local        :class:`LocalProblem` (f_k with clipping)
 global_problem  :class:`GlobalProblem` (F, for evaluation only)
 reference*   :func:`solve_reference`: high-precision centralised optimum
+setup        :func:`build_problems`: a run's f_k per agent, F and w_c for the monitor
 """
 from mpi_privopt.problems.config import (
     AUTO_L1_FACTOR,
@@ -37,6 +38,7 @@ from mpi_privopt.problems.local import LocalProblem, make_local_problem
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
 from mpi_privopt.problems.reference import ReferenceSolution, solve_reference
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
+from mpi_privopt.problems.setup import ProblemSetup, build_problems
 from mpi_privopt.problems.synthetic import true_parameter
 
 __all__ = [
@@ -48,9 +50,11 @@ __all__ = [
     "Loss",
     "PROBLEMS",
     "ProblemConfig",
+    "ProblemSetup",
     "ProblemSpec",
     "ReferenceSolution",
     "auto_l1",
+    "build_problems",
     "load_agent_data",
     "make_local_problem",
     "make_loss",
