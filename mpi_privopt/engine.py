@@ -11,6 +11,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from time import perf_counter
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
@@ -73,7 +74,8 @@ def _print(stream: TextIO | None, text: str) -> None:
 
 
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
-        stream: TextIO | None = sys.stdout) -> RunResult | None:
+        stream: TextIO | None = sys.stdout,
+        on_setup: Callable[[Agent, Any], None] | None = None) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -86,6 +88,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         The agents' communicator, ``COMM_WORLD`` by default.
     stream : file, optional
         Where rank 0 prints progress and the summary (None: silent).
+    on_setup : callable, optional
+        Called on every rank as ``on_setup(agent, algorithm)`` before the first iteration,
+        e.g. to attach a receive listener that models a curious neighbour.
 
     Returns
     -------
@@ -95,13 +100,14 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     comm = comm or MPI.COMM_WORLD
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
     try:
-        return _run(cfg, out, comm, eval_comm, stream if comm.Get_rank() == 0 else None)
+        return _run(cfg, out, comm, eval_comm, stream if comm.Get_rank() == 0 else None,
+                    on_setup)
     finally:
         eval_comm.Free()
 
 
 def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-         stream: TextIO | None) -> RunResult | None:
+         stream: TextIO | None, on_setup) -> RunResult | None:
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     name = cfg.run.name or cfg.algorithm.name
@@ -120,6 +126,8 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     agent = Agent(id=rank, n_agents=n_agents, problem=local, net=net, graph=graph, rng=rng,
                   weights=cfg.topology.weights)
     algorithm = ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params)
+    if on_setup is not None:
+        on_setup(agent, algorithm)
 
     monitor = Monitor(eval_comm, local.n_features, setup.global_problem,
                       reference.w if root else None, reference.value if root else 0.0)
@@ -201,6 +209,9 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         "graph_hash": topology.graph_hash(graph),
         "run_dir": str(run_dir),
     }
+    report = algorithm.report()
+    if report:
+        summary["algorithm_report"] = report
     if not algorithm_cls.private:
         summary["privacy_note"] = ("non-private algorithm: every message is sent in the clear, "
                                    "so each link's privacy loss is unbounded (inf)")
@@ -238,6 +249,7 @@ def format_summary(s: dict[str, Any]) -> str:
                        f"{_human_bytes(s['bytes_busiest_link'])} on the busiest link {i}->{j}"),
         ("privacy", "worst link epsilon = inf (non-private: unbounded loss)"
                     if not s["private"] else f"worst link epsilon = {s['worst_link_epsilon']:.4g}"),
+        *((str(k), str(v)) for k, v in s.get("algorithm_report", {}).items()),
         ("run directory", s["run_dir"]),
     ]
     width = max(len(k) for k, _ in rows)

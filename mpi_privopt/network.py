@@ -9,6 +9,7 @@ cannot be expressed through this API.
 Everything sent is a :class:`~mpi_privopt.privacy.release.Release`. The network reads only
 its payload, meters the bytes and the time on each link, and hands the release to its
 listeners (the privacy ledger), so traffic and privacy are booked by the same send path.
+Receive listeners see every block that arrives (used to model a curious neighbour).
 
 Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
 (buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
@@ -35,6 +36,13 @@ class ReleaseListener(Protocol):
         ...
 
 
+class ReceiveListener(Protocol):
+    """Something told about every block an agent receives (an honest-but-curious observer)."""
+
+    def on_receive(self, data: np.ndarray, sources: Sequence[int], phase: str, round: int) -> None:
+        ...
+
+
 class NotANeighbourError(ValueError):
     """Raised when a point-to-point message names a rank that is not a neighbour."""
 
@@ -48,10 +56,11 @@ def _phase_tag(phase: str) -> int:
 class PendingExchange:
     """A nonblocking exchange in flight; :meth:`wait` completes it and returns the data."""
 
-    __slots__ = ("_request", "_out", "_meter", "_phase", "_links", "_keep")
+    __slots__ = ("_request", "_out", "_meter", "_phase", "_links", "_keep", "_on_done")
 
     def __init__(self, request: MPI.Request, out: np.ndarray | None, meter: TrafficMeter,
-                 phase: str, links: Sequence[int] | None, keep: object = None) -> None:
+                 phase: str, links: Sequence[int] | None, keep: object = None,
+                 on_done=None) -> None:
         self._request = request
         self._out = out
         self._meter = meter
@@ -60,6 +69,8 @@ class PendingExchange:
         self._links = links
         # A send buffer MPI still reads from must stay alive until completion.
         self._keep = keep
+        # Shows received data to the receive listeners once it has arrived.
+        self._on_done = on_done
 
     def wait(self) -> np.ndarray | None:
         """Block inside MPI until the exchange is complete; return the receive buffer."""
@@ -71,6 +82,9 @@ class PendingExchange:
         else:
             self._meter.record_time(self._phase, elapsed, self._links)
         self._keep = None
+        if self._on_done is not None:
+            self._on_done(self._out)
+            self._on_done = None
         return self._out
 
     def test(self) -> bool:
@@ -109,6 +123,7 @@ class Network:
         self._in_set = frozenset(self.in_neighbors)
         self.meter = TrafficMeter(self.out_neighbors)
         self.listeners: list[ReleaseListener] = []
+        self.receive_listeners: list[ReceiveListener] = []
         self.round = 0
 
     @property
@@ -132,6 +147,17 @@ class Network:
     def _book(self, release: Release, receivers: Sequence[int], phase: str) -> None:
         for listener in self.listeners:
             listener.on_release(release, receivers, phase, self.round)
+
+    def _observe(self, data: np.ndarray, sources: Sequence[int], phase: str) -> None:
+        for listener in self.receive_listeners:
+            listener.on_receive(data, sources, phase, self.round)
+
+    def _observer_for(self, sources: Sequence[int], phase: str):
+        if not self.receive_listeners:
+            return None
+        round_ = self.round
+        return lambda data: [listener.on_receive(data, sources, phase, round_)
+                             for listener in self.receive_listeners]
 
     def _gather_buffer(self, payload: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         shape = (self.n_in,) + payload.shape
@@ -178,6 +204,8 @@ class Network:
         self.comm.Neighbor_allgather(payload, out)
         self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
         self._book(release, self.out_neighbors, phase)
+        if self.receive_listeners:
+            self._observe(out, self.in_neighbors, phase)
         return out
 
     def ibroadcast(self, release: Release, phase: str, out: np.ndarray | None = None) -> PendingExchange:
@@ -191,7 +219,8 @@ class Network:
         request = self.comm.Ineighbor_allgather(payload, out)
         self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
         self._book(release, self.out_neighbors, phase)
-        return PendingExchange(request, out, self.meter, phase, None, keep=payload)
+        return PendingExchange(request, out, self.meter, phase, None, keep=payload,
+                               on_done=self._observer_for(self.in_neighbors, phase))
 
     # -- a different message to each out-neighbour --------------------------------------
 
@@ -207,6 +236,8 @@ class Network:
         self.comm.Neighbor_alltoall(sendbuf, out)
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
+        if self.receive_listeners:
+            self._observe(out, self.in_neighbors, phase)
         return out
 
     def iscatter(self, releases: Sequence[Release], phase: str,
@@ -218,7 +249,8 @@ class Network:
         request = self.comm.Ineighbor_alltoall(sendbuf, out)
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
-        return PendingExchange(request, out, self.meter, phase, None, keep=sendbuf)
+        return PendingExchange(request, out, self.meter, phase, None, keep=sendbuf,
+                               on_done=self._observer_for(self.in_neighbors, phase))
 
     # -- one neighbour (a token that travels) ---------------------------------------------
 
@@ -247,13 +279,18 @@ class Network:
         start = perf_counter()
         self.comm.Recv(out, source=source, tag=_phase_tag(phase))
         self.meter.record_receive(phase, perf_counter() - start)
+        if self.receive_listeners:
+            self._observe(out[np.newaxis], (source,), phase)
         return out
 
     def irecv(self, source: int, out: np.ndarray, phase: str) -> PendingExchange:
         """Nonblocking :meth:`recv`."""
         self._check_source(source)
         request = self.comm.Irecv(out, source=source, tag=_phase_tag(phase))
-        return PendingExchange(request, out, self.meter, phase, [])
+        observe = self._observer_for((source,), phase)
+        return PendingExchange(request, out, self.meter, phase, [],
+                               on_done=None if observe is None else
+                               (lambda data: observe(data[np.newaxis])))
 
     def free(self) -> None:
         """Release the dist-graph communicator."""

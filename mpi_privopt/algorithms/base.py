@@ -78,3 +78,10 @@ class Algorithm(ABC):
     @abstractmethod
     def estimate(self) -> np.ndarray:
         """The agent's current model w_k, the one the metrics evaluate."""
+
+    def report(self) -> dict:
+        """Extra facts for ``summary.json`` (rank 0's instance is asked), e.g. a certificate.
+
+        Keys become ``summary["algorithm_report"]``; the summary table prints each one.
+        """
+        return {}

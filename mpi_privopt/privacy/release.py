@@ -28,15 +28,17 @@ class Release:
         MPI without a copy or pickle.
     kind : {"private", "public", "nonprivate"}
         How the payload relates to the agent's private data.
+    note : str, optional
+        For ``nonprivate`` releases, what protection (not DP) the message has, if any.
     event : object, optional
         For ``private`` releases, the privacy event of the mechanism that produced the
         payload (for example a Gaussian mechanism's sensitivity and noise scale). The
         per-link ledger books it on every link the release travels.
     """
 
-    __slots__ = ("payload", "kind", "event")
+    __slots__ = ("payload", "kind", "event", "note")
 
-    def __init__(self, payload: np.ndarray, kind: str, event: Any = None) -> None:
+    def __init__(self, payload: np.ndarray, kind: str, event: Any = None, note: str = "") -> None:
         if kind not in KINDS:
             raise ValueError(f"release kind {kind!r} is not one of {KINDS}")
         if kind == PRIVATE and event is None:
@@ -44,11 +46,16 @@ class Release:
         self.payload = np.ascontiguousarray(payload)
         self.kind = kind
         self.event = event
+        self.note = note
 
     @classmethod
-    def nonprivate(cls, payload: np.ndarray) -> "Release":
-        """Mark a message sent without protection (a non-private baseline)."""
-        return cls(payload, NONPRIVATE)
+    def nonprivate(cls, payload: np.ndarray, note: str = "") -> "Release":
+        """Mark a message without a differential-privacy guarantee.
+
+        ``note`` says why, when there is more to say than "sent in the clear" (for example
+        structured randomization, whose protection is not differential privacy).
+        """
+        return cls(payload, NONPRIVATE, note=note)
 
     @classmethod
     def public(cls, payload: np.ndarray) -> "Release":

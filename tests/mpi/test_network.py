@@ -124,3 +124,27 @@ def test_metered_bytes_equal_the_analytic_count(comm, kind, directed):
     np.testing.assert_array_equal(matrices["total"]["bytes"], expected_total)
     assert np.all(matrices["total"]["seconds"][adjacency == 0] == 0)
     assert np.all(matrices["total"]["seconds"][adjacency == 1] > 0)
+
+
+class Recorder:
+    def __init__(self):
+        self.seen = []
+
+    def on_receive(self, data, sources, phase, round):
+        self.seen.append((phase, round, list(sources), data.copy()))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_receive_listeners_see_exactly_what_arrives(comm):
+    _, net = make_network(comm, "ring", directed=True)
+    recorder = Recorder()
+    net.receive_listeners.append(recorder)
+    net.round = 4
+    got = net.broadcast(Release.public(np.array([float(comm.rank)])), "x")
+    net.round = 5
+    got_nb = net.ibroadcast(Release.public(np.array([2.0 * comm.rank])), "y").wait()
+    assert [(p, r, s) for p, r, s, _ in recorder.seen] == [
+        ("x", 4, net.in_neighbors), ("y", 5, net.in_neighbors)]
+    np.testing.assert_array_equal(recorder.seen[0][3], got)
+    np.testing.assert_array_equal(recorder.seen[1][3], got_nb)
+    net.free()
