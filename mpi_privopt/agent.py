@@ -30,6 +30,12 @@ class Agent:
         run does not depend on process placement.
     weights : str
         The Metropolis variant of ``topology.weights``.
+    noise : NoiseSource
+        The agent's noise for privacy mechanisms (``privacy.noise``: fast or secure).
+    privacy : PrivacyConfig
+        The ``[privacy]`` section (budget, delta), for algorithms that calibrate noise.
+    iterations : int
+        T, the run's iteration count (noise schedules are calibrated over T).
     """
 
     id: int
@@ -39,6 +45,9 @@ class Agent:
     graph: nx.Graph
     rng: np.random.Generator
     weights: str = "standard"
+    noise: object = None
+    privacy: object = None
+    iterations: int = 0
 
     @property
     def degree(self) -> int:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m mpi_privopt {run, check, list, bench, reproduce}``.
+"""Command line: ``python -m mpi_privopt {run, check, list, bench, privacy, reproduce}``.
 
 Launch runs under MPI, one rank per agent::
 
@@ -91,6 +91,11 @@ def cmd_bench(args) -> int:
     return bench_main(args)
 
 
+def cmd_privacy(args) -> int:
+    from .privacy.commands import main as privacy_main
+    return privacy_main(args)
+
+
 def cmd_reproduce(args) -> int:
     from .reproduce import run as reproduce_run
     return reproduce_run(args.name, args.options)
@@ -126,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition")
+    from .privacy.commands import add_arguments as add_privacy_arguments
+    add_privacy_arguments(p)
+    p.set_defaults(func=cmd_privacy)
 
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
     p.add_argument("name", help="the paper, e.g. gade2017 or gauthier2024")

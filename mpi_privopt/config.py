@@ -54,10 +54,13 @@ class PrivacyConfig:
 
     ``epsilon`` is each agent's total budget at ``delta``; ``inf`` sets no budget. A
     finite budget with a non-private algorithm is refused before the run starts.
+    ``noise`` is where mechanisms draw noise: ``fast`` (seeded numpy streams, reproducible)
+    or ``secure`` (OS entropy and an exact discrete sampler; needs the ``secure`` extra).
     """
 
     epsilon: float = math.inf
     delta: float = 1e-5
+    noise: str = "fast"
 
 
 @dataclass
@@ -289,6 +292,9 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if not 0 < privacy.delta < 1:
         raise ConfigError(f"privacy.delta = {privacy.delta} must be in (0, 1)",
                           "a usual choice is 1e-5, or below 1/(samples per agent)")
+    if privacy.noise not in ("fast", "secure"):
+        raise ConfigError(f"privacy.noise = {privacy.noise!r} is unknown",
+                          "use 'fast' (reproducible experiments) or 'secure' (deployment)")
     run = build_section(RunConfig, raw.get("run", {}), "run")
     for key in ("iterations", "eval_every"):
         if getattr(run, key) < 1:
@@ -314,6 +320,8 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if topology.directed and algorithm_cls.requires_undirected:
         raise ConfigError(f"algorithm {name!r} needs an undirected graph",
                           "set topology.directed = false")
-    return Config(problem=problem, topology=topology,
-                  algorithm=AlgorithmConfig(name=name, params=params),
-                  privacy=privacy, run=run, source=description)
+    config = Config(problem=problem, topology=topology,
+                    algorithm=AlgorithmConfig(name=name, params=params),
+                    privacy=privacy, run=run, source=description)
+    algorithm_cls.validate_config(config)
+    return config

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import perf_counter
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -22,10 +23,12 @@ from .agent import Agent
 from .algorithms import ALGORITHMS
 from .collective import agree
 from .config import Config
-from .errors import TopologyError
+from .errors import PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor
 from .network import Network
-from .results import RunDirectory, choose_run_dir
+from .privacy.ledger import Ledger
+from .privacy.report import privacy_report
+from .results import RunDirectory, choose_run_dir, write_json
 from .traffic import assemble_matrices
 
 
@@ -106,6 +109,11 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         eval_comm.Free()
 
 
+def agent_noise(mode: str, seed: int, agent: int):
+    from .privacy.noise import agent_noise as make
+    return make(mode, seed, agent)
+
+
 def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
          stream: TextIO | None, on_setup) -> RunResult | None:
     rank, n_agents = comm.Get_rank(), comm.Get_size()
@@ -122,9 +130,17 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
 
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
     net = Network(comm, in_nbrs, out_nbrs)
+    # The ledger sees every release on the same send path as the traffic meter; with a
+    # budget it also refuses a release before it leaves the agent.
+    ledger = Ledger(rank, out_nbrs, cfg.privacy.delta, cfg.privacy.epsilon)
+    net.listeners.append(ledger)
+    if math.isfinite(cfg.privacy.epsilon):
+        net.guards.append(ledger)
     rng = np.random.default_rng(np.random.SeedSequence(cfg.run.seed).spawn(n_agents)[rank])
+    noise = agree(eval_comm, lambda: agent_noise(cfg.privacy.noise, cfg.run.seed, rank))
     agent = Agent(id=rank, n_agents=n_agents, problem=local, net=net, graph=graph, rng=rng,
-                  weights=cfg.topology.weights)
+                  weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
+                  iterations=cfg.run.iterations)
     algorithm = ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params)
     if on_setup is not None:
         on_setup(agent, algorithm)
@@ -154,7 +170,14 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     start = perf_counter()
     for n in range(1, iterations + 1):
         net.round = n
-        algorithm.step(n)
+        try:
+            algorithm.step(n)
+        except PrivacyBudgetExceeded:
+            # Only this agent knows; the others wait on it, so the job is aborted by the
+            # caller. Leave this agent's ledger beside what rank 0 has written so far.
+            write_json(Path(run_dir) / f"privacy-agent-{rank}-at-stop.json",
+                       {"stopped_at_iteration": n, **ledger.to_dict()})
+            raise
         if n % eval_every == 0 or n == iterations:
             tick = perf_counter()
             row = monitor.evaluate(n, algorithm.estimate, tick - start - eval_seconds)
@@ -173,6 +196,7 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     all_rows = eval_comm.gather(net.meter.rows(n_agents), root=0)
     comm_seconds = eval_comm.gather(net.meter.total_seconds(), root=0)
     receive_seconds = eval_comm.gather(sum(net.meter.receive_seconds.values()), root=0)
+    ledgers = eval_comm.gather(ledger.to_dict(), root=0)
     net.free()
     if not root:
         return None
@@ -181,6 +205,7 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     bytes_matrix = traffic["total"]["bytes"]
     busiest = np.unravel_index(int(np.argmax(bytes_matrix)), bytes_matrix.shape)
     algorithm_cls = ALGORITHMS[cfg.algorithm.name]
+    privacy = privacy_report(ledgers, cfg.privacy.delta, noise.mode)
     final = metrics[-1]
     summary = {
         "algorithm": cfg.algorithm.name,
@@ -203,7 +228,10 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         "comm_seconds": float(np.mean(comm_seconds)),
         "comm_seconds_max": float(np.max(comm_seconds)),
         "private": algorithm_cls.private,
-        "worst_link_epsilon": 0.0 if algorithm_cls.private else math.inf,
+        "worst_link_epsilon": privacy["worst_link_epsilon"],
+        "worst_link": privacy["worst_link"],
+        "privacy_delta": cfg.privacy.delta,
+        "noise": noise.mode,
         "reference_method": reference.method,
         "optimum_value": reference.value,
         "graph_hash": topology.graph_hash(graph),
@@ -216,6 +244,7 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         summary["privacy_note"] = ("non-private algorithm: every message is sent in the clear, "
                                    "so each link's privacy loss is unbounded (inf)")
     directory.write_traffic(traffic, receive_seconds)
+    directory.write_privacy(privacy)
     directory.write_models(final_models, reference.w)
     directory.write_summary(summary)
     directory.close()
@@ -230,6 +259,16 @@ def _human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+def _privacy_line(s: dict[str, Any]) -> str:
+    eps = s["worst_link_epsilon"]
+    if math.isinf(eps):
+        return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
+    link = s.get("worst_link")
+    where = f" on link {link[0]}->{link[1]}" if link else ""
+    return (f"worst link epsilon = {eps:.4g}{where} at delta {s['privacy_delta']:g} "
+            f"({s['noise']} noise)")
 
 
 def format_summary(s: dict[str, Any]) -> str:
@@ -247,8 +286,7 @@ def format_summary(s: dict[str, Any]) -> str:
                                   f"(max {s['comm_seconds_max']:.3f} s)"),
         ("bytes sent", f"{_human_bytes(s['bytes_total'])} in total, "
                        f"{_human_bytes(s['bytes_busiest_link'])} on the busiest link {i}->{j}"),
-        ("privacy", "worst link epsilon = inf (non-private: unbounded loss)"
-                    if not s["private"] else f"worst link epsilon = {s['worst_link_epsilon']:.4g}"),
+        ("privacy", _privacy_line(s)),
         *((str(k), str(v)) for k, v in s.get("algorithm_report", {}).items()),
         ("run directory", s["run_dir"]),
     ]

@@ -43,6 +43,13 @@ class ReceiveListener(Protocol):
         ...
 
 
+class SendGuard(Protocol):
+    """Something that may refuse a send before anything leaves the agent (a budget)."""
+
+    def admit(self, outgoing: Sequence[tuple[Release, Sequence[int]]], phase: str) -> None:
+        ...
+
+
 class NotANeighbourError(ValueError):
     """Raised when a point-to-point message names a rank that is not a neighbour."""
 
@@ -124,6 +131,7 @@ class Network:
         self.meter = TrafficMeter(self.out_neighbors)
         self.listeners: list[ReleaseListener] = []
         self.receive_listeners: list[ReceiveListener] = []
+        self.guards: list[SendGuard] = []
         self.round = 0
 
     @property
@@ -143,6 +151,10 @@ class Network:
                 "the network sends only Release objects; wrap the array with a mechanism, "
                 "Release.public(...) or Release.nonprivate(...)")
         return release.payload
+
+    def _admit(self, outgoing: Sequence[tuple[Release, Sequence[int]]], phase: str) -> None:
+        for guard in self.guards:
+            guard.admit(outgoing, phase)
 
     def _book(self, release: Release, receivers: Sequence[int], phase: str) -> None:
         for listener in self.listeners:
@@ -200,6 +212,8 @@ class Network:
         """
         payload = self._payload(release)
         out = self._gather_buffer(payload, out)
+        if self.guards:
+            self._admit([(release, self.out_neighbors)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
         self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
@@ -215,6 +229,8 @@ class Network:
         """
         payload = self._payload(release)
         out = self._gather_buffer(payload, out)
+        if self.guards:
+            self._admit([(release, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_allgather(payload, out)
         self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
@@ -232,6 +248,8 @@ class Network:
         """
         sendbuf = self._stack(releases)
         out = self._gather_buffer(sendbuf[0], out)
+        if self.guards:
+            self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         self.comm.Neighbor_alltoall(sendbuf, out)
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
@@ -245,6 +263,8 @@ class Network:
         """Nonblocking :meth:`scatter`."""
         sendbuf = self._stack(releases)
         out = self._gather_buffer(sendbuf[0], out)
+        if self.guards:
+            self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_alltoall(sendbuf, out)
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
@@ -258,6 +278,8 @@ class Network:
         """Send a release to one out-neighbour."""
         link = self._link(dest)
         payload = self._payload(release)
+        if self.guards:
+            self._admit([(release, (dest,))], phase)
         start = perf_counter()
         self.comm.Send(payload, dest=dest, tag=_phase_tag(phase))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
@@ -267,6 +289,8 @@ class Network:
         """Nonblocking :meth:`send`."""
         link = self._link(dest)
         payload = self._payload(release)
+        if self.guards:
+            self._admit([(release, (dest,))], phase)
         start = perf_counter()
         request = self.comm.Isend(payload, dest=dest, tag=_phase_tag(phase))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)

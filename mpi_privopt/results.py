@@ -7,6 +7,8 @@ Layout::
     metrics.csv     iteration, error, objective_gap, consensus_gap, elapsed_seconds
     traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total
                     (row = sender, column = receiver)
+    privacy.json    K x K privacy loss per link (row = protected agent, column = observer),
+                    per-agent totals, the conversions used (see docs/privacy.md)
     models.npz      W: every agent's final model (row k = agent k); w_c: the optimum
     summary.json    the headline numbers of the run
 
@@ -98,6 +100,9 @@ class RunDirectory:
             "total": matrices["total"],
             "receive_seconds": receive_seconds,
         })
+
+    def write_privacy(self, report: dict) -> None:
+        write_json(self.path / "privacy.json", report)
 
     def write_models(self, W: np.ndarray, w_c: np.ndarray) -> None:
         np.savez(self.path / "models.npz", W=W, w_c=w_c)

@@ -66,6 +66,10 @@ class Algorithm(ABC):
             raise ConfigError(f"algorithm.schedule = {schedule!r} is unknown",
                               f"valid schedules: {', '.join(SCHEDULES)}")
 
+    @classmethod
+    def validate_config(cls, cfg) -> None:
+        """Raise ConfigError when other sections do not suit the method (e.g. no budget)."""
+
     def __init__(self, agent: Agent, params: "Algorithm.Params") -> None:
         self.agent = agent
         self.params = params

@@ -1,0 +1,228 @@
+"""The per-link privacy ledger of one agent.
+
+The network hands every release that leaves the agent to the ledger together with the
+neighbours it travels to, so the ledger sees exactly what the traffic meter sees. From
+that it answers, for the agent's data:
+
+* per link (agent -> neighbour j): the composition of every release j observed; this is
+  also what an eavesdropper on that link learns;
+* per agent: the worst single observer, and all observers together (every distinct
+  release: a broadcast counts once however many neighbours received it);
+* per coalition of observers: the distinct releases any member observed.
+
+Costs compose by addition in zCDP (rho; Laplace adds eps^2/2), in Gaussian DP (mu^2, for
+the exact conversion while every release is Gaussian) and in pure DP (while every release
+is pure). A non-private release makes the loss unbounded (inf), never 0; a public release
+adds nothing. The ledger knows nothing of MPI.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from ..errors import PrivacyBudgetExceeded
+from .accountants import GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEvent, ZCDPEvent
+from .calibration import calibrate_zcdp_total
+from .conversions import gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight
+from .release import NONPRIVATE, PUBLIC, Release
+
+
+@dataclass
+class Loss:
+    """Composed cost of a set of releases.
+
+    Attributes
+    ----------
+    releases : int
+        Data-dependent releases composed (private and non-private).
+    public : int
+        Data-independent releases (free).
+    rho : float
+        zCDP parameter (sum over releases).
+    mu2 : float
+        Sum of (D/sigma)^2 over Gaussian releases; exact composition while ``gaussian_only``.
+    pure : float
+        Sum of pure epsilons while ``pure_only``.
+    nonprivate : int
+        Releases without any DP guarantee; any makes the loss unbounded.
+    """
+
+    releases: int = 0
+    public: int = 0
+    rho: float = 0.0
+    mu2: float = 0.0
+    pure: float = 0.0
+    gaussian_only: bool = True
+    pure_only: bool = True
+    nonprivate: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, release: Release) -> None:
+        if release.kind == PUBLIC:
+            self.public += 1
+            return
+        self.releases += 1
+        if release.kind == NONPRIVATE:
+            self.nonprivate += 1
+            if release.note and release.note not in self.notes:
+                self.notes.append(release.note)
+            return
+        self.add_event(release.event)
+
+    def add_event(self, event) -> None:
+        if isinstance(event, GaussianEvent):
+            self.rho += event.rho
+            self.mu2 += event.mu ** 2
+            self.pure_only = False
+        elif isinstance(event, LaplaceEvent):
+            self.rho += event.epsilon ** 2 / 2
+            self.pure += event.epsilon
+            self.gaussian_only = False
+        elif isinstance(event, ZCDPEvent):
+            self.rho += event.rho
+            self.gaussian_only = self.pure_only = False
+        elif isinstance(event, NonPrivateEvent):
+            self.nonprivate += 1
+        elif isinstance(event, PublicEvent):
+            pass
+        else:
+            raise TypeError(f"the ledger cannot book a {type(event).__name__}")
+
+    def merge(self, other: "Loss") -> None:
+        self.releases += other.releases
+        self.public += other.public
+        self.rho += other.rho
+        self.mu2 += other.mu2
+        self.pure += other.pure
+        self.gaussian_only &= other.gaussian_only
+        self.pure_only &= other.pure_only
+        self.nonprivate += other.nonprivate
+        self.notes += [n for n in other.notes if n not in self.notes]
+
+    @property
+    def unbounded(self) -> bool:
+        return self.nonprivate > 0
+
+    def epsilon(self, delta: float) -> dict[str, float | None]:
+        """epsilon at ``delta`` by each conversion that applies (inf when unbounded).
+
+        ``tight`` (CKS zCDP conversion) is the headline number; ``exact`` is given while
+        every release was Gaussian, ``pure`` while every release was pure.
+        """
+        if self.unbounded:
+            return {"tight": math.inf, "standard": math.inf, "exact": math.inf,
+                    "pure": math.inf, "best": math.inf}
+        tight = zcdp_to_eps_tight(self.rho, delta)
+        result = {
+            "tight": tight,
+            "standard": zcdp_to_eps_standard(self.rho, delta),
+            "exact": gaussian_exact_eps(math.sqrt(self.mu2), delta) if self.gaussian_only
+            and self.mu2 > 0 else (0.0 if self.gaussian_only else None),
+            "pure": self.pure if self.pure_only else None,
+        }
+        result["best"] = min(v for v in result.values() if v is not None)
+        return result
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Loss":
+        return cls(**data)
+
+
+class Ledger:
+    """Privacy bookkeeping of one agent's releases, per link and in total.
+
+    Parameters
+    ----------
+    agent : int
+        The agent whose data the releases depend on.
+    neighbours : sequence of int
+        Its out-neighbours (the possible observers).
+    delta : float
+        The delta at which epsilons are reported and the budget is checked.
+    budget : float
+        The agent's epsilon budget at ``delta``; ``inf`` for none.
+    """
+
+    def __init__(self, agent: int, neighbours: Sequence[int], delta: float,
+                 budget: float = math.inf) -> None:
+        self.agent = agent
+        self.delta = delta
+        self.budget = budget
+        self.links: dict[int, Loss] = {j: Loss() for j in neighbours}
+        self.total = Loss()
+        # Releases grouped by the exact set of neighbours that received them: enough to
+        # answer any coalition without keeping every release.
+        self.groups: dict[tuple[int, ...], Loss] = {}
+        self.history: list[tuple[int, str, tuple[int, ...], str]] = []
+        # Comparing rho against the budget's rho is exact for the tight conversion, which
+        # is monotone in rho, and costs nothing per release.
+        self._rho_budget = (math.inf if math.isinf(budget)
+                            else calibrate_zcdp_total(budget, delta, "tight"))
+
+    # -- the network's two hooks ------------------------------------------------------------
+
+    def admit(self, outgoing: Sequence[tuple[Release, Sequence[int]]], phase: str) -> None:
+        """Refuse (raise) releases that would take the agent past its budget.
+
+        ``outgoing`` lists the (release, receivers) pairs one network call is about to send.
+        """
+        if math.isinf(self.budget):
+            return
+        after = Loss()
+        after.merge(self.total)
+        for release, _ in outgoing:
+            after.add(release)
+        # The budget is judged by the headline (tight) conversion, the number privacy.json
+        # and the summary report, so a run never reports more than its budget.
+        if after.unbounded or after.rho > self._rho_budget:
+            eps = after.epsilon(self.delta)["tight"]
+            if eps > self.budget:
+                spent = self.total.epsilon(self.delta)["tight"]
+                raise PrivacyBudgetExceeded(
+                    f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
+                    f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
+                    f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
+                    "raise privacy.epsilon, add noise, or run fewer iterations "
+                    "(what was measured so far is in the run directory)")
+
+    def on_release(self, release: Release, receivers: Sequence[int], phase: str,
+                   round: int) -> None:
+        """Book a release that went to ``receivers``."""
+        key = tuple(sorted(receivers))
+        for j in key:
+            self.links[j].add(release)
+        self.total.add(release)
+        self.groups.setdefault(key, Loss()).add(release)
+        if round == 0 or not self.history or self.history[-1][:2] != (round, phase):
+            self.history.append((round, phase, key, release.kind))
+
+    # -- questions ------------------------------------------------------------------------
+
+    def coalition(self, observers: Iterable[int]) -> Loss:
+        """The loss to a coalition: every distinct release any member observed."""
+        members = set(observers)
+        loss = Loss()
+        for key, group in self.groups.items():
+            if members.intersection(key):
+                loss.merge(group)
+        return loss
+
+    def worst_observer(self) -> tuple[int | None, float]:
+        """The neighbour that learned the most, and its epsilon."""
+        worst, worst_eps = None, -1.0
+        for j, loss in sorted(self.links.items()):
+            eps = loss.epsilon(self.delta)["tight"]
+            if eps > worst_eps:
+                worst, worst_eps = j, eps
+        return worst, max(worst_eps, 0.0)
+
+    def to_dict(self) -> dict:
+        """A picklable snapshot (gathered to rank 0 for privacy.json)."""
+        return {"agent": self.agent, "delta": self.delta, "budget": self.budget,
+                "links": {j: loss.to_dict() for j, loss in self.links.items()},
+                "total": self.total.to_dict(),
+                "groups": [{"receivers": list(k), **g.to_dict()} for k, g in self.groups.items()]}

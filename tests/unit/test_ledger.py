@@ -1,0 +1,107 @@
+"""The per-link ledger and privacy.json assembly, without MPI."""
+import math
+
+import numpy as np
+import pytest
+
+from mpi_privopt.errors import PrivacyBudgetExceeded
+from mpi_privopt.privacy.accountants import GaussianEvent, LaplaceEvent
+from mpi_privopt.privacy.calibration import calibrate_zcdp_total
+from mpi_privopt.privacy.conversions import gaussian_exact_eps, zcdp_to_eps_tight
+from mpi_privopt.privacy.ledger import Ledger, Loss
+from mpi_privopt.privacy.release import PRIVATE, Release
+from mpi_privopt.privacy.report import coalition_epsilon, privacy_report
+
+
+def gaussian(d, s):
+    return Release(np.zeros(2), PRIVATE, GaussianEvent(d, s))
+
+
+def test_broadcast_counts_once_for_a_coalition_and_scatter_per_link():
+    ledger = Ledger(0, [1, 2, 3], delta=1e-5)
+    ledger.on_release(gaussian(1.0, 2.0), [1, 2, 3], "w", 1)       # rho 1/8 to all
+    ledger.on_release(gaussian(1.0, 1.0), [1], "s", 1)             # rho 1/2 to 1 only
+    ledger.on_release(gaussian(1.0, 1.0), [2], "s", 1)             # rho 1/2 to 2 only
+    assert ledger.links[1].rho == pytest.approx(0.625)
+    assert ledger.links[3].rho == pytest.approx(0.125)
+    assert ledger.total.rho == pytest.approx(1.125)                 # broadcast once
+    assert ledger.coalition([1, 2]).rho == pytest.approx(1.125)
+    assert ledger.coalition([1, 3]).rho == pytest.approx(0.625)
+    assert ledger.coalition([3]).rho == pytest.approx(0.125)
+    assert ledger.worst_observer()[0] == 1
+
+
+def test_nonprivate_is_unbounded_and_public_is_free():
+    ledger = Ledger(0, [1, 2], delta=1e-5)
+    ledger.on_release(Release.public(np.ones(3)), [1, 2], "setup", 0)
+    assert ledger.links[1].epsilon(1e-5)["tight"] == 0.0
+    ledger.on_release(Release.nonprivate(np.ones(3), note="clear text"), [2], "x", 1)
+    assert math.isinf(ledger.links[2].epsilon(1e-5)["tight"])
+    assert ledger.links[1].epsilon(1e-5)["tight"] == 0.0
+    assert math.isinf(ledger.total.epsilon(1e-5)["best"])
+    report = privacy_report([ledger.to_dict(), Ledger(1, [0], 1e-5).to_dict(),
+                             Ledger(2, [0], 1e-5).to_dict()], 1e-5, "fast")
+    assert math.isinf(report["links"]["epsilon"][0][2])
+    assert report["links"]["epsilon"][1][2] is None        # no link 1 -> 2: nothing there
+    assert math.isinf(report["worst_link_epsilon"]) and report["worst_link"] == [0, 2]
+    assert "clear text" in report["notes"]
+
+
+def test_conversions_on_a_link_match_the_formulas():
+    ledger = Ledger(0, [1], delta=1e-6)
+    sigmas = [1.0, 2.0, 4.0, 3.0]
+    for s in sigmas:
+        ledger.on_release(gaussian(0.5, s), [1], "w", 1)
+    rho = sum(0.25 / (2 * s * s) for s in sigmas)
+    eps = ledger.links[1].epsilon(1e-6)
+    assert eps["tight"] == pytest.approx(zcdp_to_eps_tight(rho, 1e-6), rel=1e-12)
+    mu = math.sqrt(sum(0.25 / s ** 2 for s in sigmas))
+    assert eps["exact"] == pytest.approx(gaussian_exact_eps(mu, 1e-6), rel=1e-12)
+    assert eps["exact"] <= eps["tight"] <= eps["standard"]
+    assert eps["pure"] is None
+
+
+def test_laplace_reports_pure_epsilon():
+    ledger = Ledger(0, [1], delta=1e-5)
+    for _ in range(10):
+        ledger.on_release(Release(np.zeros(1), PRIVATE, LaplaceEvent(1.0, 10.0)), [1], "x", 1)
+    eps = ledger.links[1].epsilon(1e-5)
+    assert eps["pure"] == pytest.approx(1.0)
+    assert eps["exact"] is None
+    assert ledger.links[1].rho == pytest.approx(10 * 0.01 / 2)
+
+
+def test_budget_guard_refuses_the_release_that_would_exceed():
+    budget, delta = 1.0, 1e-5
+    ledger = Ledger(0, [1, 2], delta=delta, budget=budget)
+    rho_budget = calibrate_zcdp_total(budget, delta, "tight")
+    per_release = rho_budget / 3.5           # three fit, the fourth does not
+    sigma = 1.0 / math.sqrt(2 * per_release)
+    for n in range(1, 4):
+        release = gaussian(1.0, sigma)
+        ledger.admit([(release, [1, 2])], "w")
+        ledger.on_release(release, [1, 2], "w", n)
+    with pytest.raises(PrivacyBudgetExceeded, match="over its budget") as info:
+        ledger.admit([(gaussian(1.0, sigma), [1, 2])], "w")
+    assert "nothing was sent" in str(info.value)
+    assert ledger.total.releases == 3
+    with pytest.raises(PrivacyBudgetExceeded):
+        ledger.admit([(Release.nonprivate(np.zeros(1)), [1])], "x")
+    ledger.admit([(Release.public(np.zeros(1)), [1])], "x")   # free
+
+
+def test_coalition_from_the_report_equals_the_ledger():
+    ledgers = [Ledger(k, [j for j in range(3) if j != k], 1e-5) for k in range(3)]
+    ledgers[0].on_release(gaussian(1.0, 3.0), [1, 2], "w", 1)
+    ledgers[0].on_release(gaussian(1.0, 1.5), [2], "s", 1)
+    report = privacy_report([l.to_dict() for l in ledgers], 1e-5, "fast")
+    for observers in ([1], [2], [1, 2]):
+        assert coalition_epsilon(report, 0, observers)["tight"] == pytest.approx(
+            ledgers[0].coalition(observers).epsilon(1e-5)["tight"])
+    assert report["agents"][0]["worst_observer"] == 2
+
+
+def test_loss_round_trips_through_a_dict():
+    loss = Loss()
+    loss.add(gaussian(1.0, 2.0))
+    assert Loss.from_dict(loss.to_dict()) == loss
