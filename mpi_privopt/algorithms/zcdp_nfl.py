@@ -46,6 +46,8 @@ class ZCDPNFL(LinearizedADMM):
     is calibrated so that Phi meets ``privacy.epsilon`` at ``privacy.delta`` over
     T = ``run.iterations`` under ``conversion``: ``standard`` (Bun-Steinke, the paper's),
     ``tight`` (Canonne-Kamath-Steinke) or ``exact`` (Gaussian DP): same epsilon, less noise.
+    ``horizon`` sets T apart from ``run.iterations``; iterations past it keep the schedule
+    going and are stopped by the budget guard once they would exceed ``privacy.epsilon``.
 
     Everything the agent carries (wt_k, gamma_k) is a function of released values and the
     current data-dependent step, so the whole run is post-processing of the releases.
@@ -65,6 +67,7 @@ class ZCDPNFL(LinearizedADMM):
         tau: float = 0.99
         conversion: str = "standard"
         noiseless: bool = False
+        horizon: int = 0  # T the noise is calibrated over; 0: run.iterations
 
     @classmethod
     def validate(cls, params) -> None:
@@ -72,6 +75,9 @@ class ZCDPNFL(LinearizedADMM):
         if not 0 < params.tau <= 1:
             raise ConfigError(f"algorithm.tau = {params.tau} must be in (0, 1]",
                               "the paper's variance decrease rate; e.g. 0.99, or 1 for constant")
+        if params.horizon < 0:
+            raise ConfigError(f"algorithm.horizon = {params.horizon} must be >= 0",
+                              "give the T to calibrate over, or 0 for run.iterations")
         if params.conversion not in ("standard", "tight", "exact"):
             raise ConfigError(f"algorithm.conversion = {params.conversion!r} is unknown",
                               "use standard (the paper's Bun-Steinke), tight or exact")
@@ -99,7 +105,8 @@ class ZCDPNFL(LinearizedADMM):
         self.mechanism = GaussianMechanism(agent.noise)
         privacy = agent.privacy
         self.phi1 = (0.0 if params.noiseless else
-                     calibrate_phi1(privacy.epsilon, privacy.delta, agent.iterations,
+                     calibrate_phi1(privacy.epsilon, privacy.delta,
+                                    params.horizon or agent.iterations,
                                     params.tau, params.conversion))
         self.sigmas: list[float] = []
 

@@ -132,3 +132,41 @@ def test_bad_input_fails_clearly_on_every_rank(tmp_path, case):
     assert "how to fix" in proc.stderr
     assert proc.stderr.count("mpi_privopt: error") == 1  # one message, not one per rank
     assert not (tmp_path / "out").exists()
+
+
+def test_budget_guard_stops_the_run_and_keeps_what_was_written(tmp_path):
+    out = tmp_path / "run"
+    proc = mpirun(3, "run", "--set", "algorithm.name=zcdp-nfl", "--set", "problem.clip=3.0",
+                  "--set", "privacy.epsilon=2.0", "--set", "algorithm.horizon=10",
+                  "--set", "algorithm.conversion=tight", "--set", "run.iterations=30",
+                  "--out", str(out))
+    assert proc.returncode != 0
+    assert "over its budget privacy.epsilon = 2" in proc.stderr
+    assert "nothing was sent" in proc.stderr and "how to fix" in proc.stderr
+    # Calibrated for 10 iterations under the same conversion the guard uses: the 11th
+    # release is the first refused, and the metrics up to then are on disk.
+    rows = (out / "metrics.csv").read_text().splitlines()
+    assert rows[0].startswith("iteration") and int(rows[-1].split(",")[0]) == 10
+    stopped = json.loads(next(out.glob("privacy-agent-*-at-stop.json")).read_text())
+    assert stopped["stopped_at_iteration"] == 11
+    assert stopped["total"]["releases"] == 10
+
+
+def test_privacy_commands():
+    proc = single("privacy", "epsilon", "--sigma", "1", "--rounds", "100", "--delta", "1e-5",
+                  "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["exact"] == pytest.approx(91.8172896247, rel=1e-9)
+    assert result["exact"] <= result["tight"] <= result["standard"]
+    proc = single("privacy", "calibrate", "--epsilon", "1", "--delta", "1e-5", "--rounds", "200",
+                  "--schedule", "geometric", "--tau", "0.99", "--conversion", "standard",
+                  "--json")
+    result = json.loads(proc.stdout)
+    assert result["noise_multipliers"][0] == pytest.approx(124, rel=5e-3)   # zcdp_nfl.md table
+    assert result["epsilon_check"] == pytest.approx(1.0, rel=1e-9)
+    proc = single("privacy", "epsilon", "--mechanism", "laplace", "--scale", "10",
+                  "--rounds", "100", "--json")
+    assert json.loads(proc.stdout)["pure"] == pytest.approx(10.0)
+    proc = single("privacy", "epsilon", "--sigma", "x")
+    assert proc.returncode == 2 and "--sigma" in proc.stderr
