@@ -1,4 +1,4 @@
-"""Command line: ``python -m mpi_privopt {run, check, list, bench, privacy, reproduce}``.
+"""Command line: ``python -m mpi_privopt {run, check, list, bench, privacy, report, reproduce}``.
 
 Launch runs under MPI, one rank per agent::
 
@@ -96,6 +96,11 @@ def cmd_privacy(args) -> int:
     return privacy_main(args)
 
 
+def cmd_report(args) -> int:
+    from .report import main as report_main
+    return report_main(args)
+
+
 def cmd_reproduce(args) -> int:
     from .reproduce import run as reproduce_run
     return reproduce_run(args.name, args.options)
@@ -136,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .privacy.commands import add_arguments as add_privacy_arguments
     add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
+
+    p = sub.add_parser("report", help="accuracy curve, bytes and privacy per link of a run")
+    p.add_argument("run_dir", help="a run directory")
+    p.add_argument("--png", default=None, help="also draw the three panels to this PNG file")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
     p.add_argument("name", help="the paper, e.g. gade2017 or gauthier2024")

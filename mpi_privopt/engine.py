@@ -292,4 +292,5 @@ def format_summary(s: dict[str, Any]) -> str:
     ]
     width = max(len(k) for k, _ in rows)
     line = "-" * (width + 60)
-    return "\n".join([line] + [f"{k:<{width}}  {v}" for k, v in rows] + [line])
+    return "\n".join([line] + [f"{k:<{width}}  {v}" for k, v in rows] + [line] +
+                     [f"per-link matrices: python -m mpi_privopt report {s['run_dir']}"])

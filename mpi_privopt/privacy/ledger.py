@@ -150,18 +150,24 @@ class Ledger:
     def __init__(self, agent: int, neighbours: Sequence[int], delta: float,
                  budget: float = math.inf) -> None:
         self.agent = agent
+        self.neighbours = sorted(int(j) for j in neighbours)
         self.delta = delta
         self.budget = budget
-        self.links: dict[int, Loss] = {j: Loss() for j in neighbours}
         self.total = Loss()
-        # Releases grouped by the exact set of neighbours that received them: enough to
-        # answer any coalition without keeping every release.
+        # Releases grouped by the exact set of neighbours that received them. Per-link and
+        # coalition losses are merges of groups, so booking a release costs O(1) whatever
+        # the degree, and no release needs to be kept.
         self.groups: dict[tuple[int, ...], Loss] = {}
-        self.history: list[tuple[int, str, tuple[int, ...], str]] = []
+        self._keys: dict[int, tuple[tuple[int, ...], Sequence[int]]] = {}
         # Comparing rho against the budget's rho is exact for the tight conversion, which
         # is monotone in rho, and costs nothing per release.
         self._rho_budget = (math.inf if math.isinf(budget)
                             else calibrate_zcdp_total(budget, delta, "tight"))
+
+    @property
+    def links(self) -> dict[int, Loss]:
+        """The loss to each neighbour (what it, or an eavesdropper on the link, observed)."""
+        return {j: self.coalition((j,)) for j in self.neighbours}
 
     # -- the network's two hooks ------------------------------------------------------------
 
@@ -192,13 +198,18 @@ class Ledger:
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
         """Book a release that went to ``receivers``."""
-        key = tuple(sorted(receivers))
-        for j in key:
-            self.links[j].add(release)
+        # The network passes the same neighbour list object on every broadcast: reuse its key.
+        cached = self._keys.get(id(receivers))
+        if cached is not None and cached[1] is receivers:
+            key = cached[0]
+        else:
+            key = tuple(sorted(int(j) for j in receivers))
+            self._keys[id(receivers)] = (key, receivers)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = Loss()
+        group.add(release)
         self.total.add(release)
-        self.groups.setdefault(key, Loss()).add(release)
-        if round == 0 or not self.history or self.history[-1][:2] != (round, phase):
-            self.history.append((round, phase, key, release.kind))
 
     # -- questions ------------------------------------------------------------------------
 
@@ -214,7 +225,7 @@ class Ledger:
     def worst_observer(self) -> tuple[int | None, float]:
         """The neighbour that learned the most, and its epsilon."""
         worst, worst_eps = None, -1.0
-        for j, loss in sorted(self.links.items()):
+        for j, loss in self.links.items():
             eps = loss.epsilon(self.delta)["tight"]
             if eps > worst_eps:
                 worst, worst_eps = j, eps

@@ -47,6 +47,11 @@ def test_run_writes_a_complete_run_directory(tmp_path):
     assert len(metrics) == 1 + 31
     # The summary table and the run directory are shown once, by rank 0.
     assert proc.stdout.count("run directory") == 1 and str(out) in proc.stdout
+    # The report shows the curve beside both per-link matrices.
+    report = single("report", str(out))
+    assert report.returncode == 0, report.stderr
+    for words in ("accuracy curve", "bytes per link", "privacy loss per link", "inf"):
+        assert words in report.stdout
     # The resolved config runs again as it is.
     again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"), "--quiet")
     assert again.returncode == 0, again.stderr

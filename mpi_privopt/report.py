@@ -1,0 +1,124 @@
+"""``mpi_privopt report RUN_DIR``: the accuracy curve beside the per-link matrices.
+
+Prints the learning curve's milestones, the bytes-per-link matrix and the privacy-loss-per-
+link matrix of a finished run; with ``--png FILE`` (needs matplotlib, the ``plot`` extra)
+draws the three side by side.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+from .results import read_metrics
+
+SHOW_FULL = 16  # print whole matrices up to this many agents
+
+
+def load_run(run_dir: str | Path) -> dict:
+    path = Path(run_dir)
+    needed = ("metrics.csv", "traffic.json", "privacy.json", "summary.json")
+    missing = [n for n in needed if not (path / n).is_file()]
+    if missing:
+        raise ConfigError(f"{path} is not a finished run directory (missing {', '.join(missing)})",
+                          "give the directory printed at the end of `mpi_privopt run`")
+    traffic = json.loads((path / "traffic.json").read_text())
+    privacy = json.loads((path / "privacy.json").read_text())
+    return {
+        "metrics": read_metrics(path),
+        "bytes": np.array(traffic["total"]["bytes"], dtype=float),
+        "epsilon": np.array([[np.nan if v is None else v for v in row]
+                             for row in privacy["links"]["epsilon"]], dtype=float),
+        "privacy": privacy,
+        "summary": json.loads((path / "summary.json").read_text()),
+    }
+
+
+def _matrix_text(matrix: np.ndarray, fmt) -> list[str]:
+    K = matrix.shape[0]
+    header = "      " + "".join(f"{j:>9}" for j in range(K))
+    lines = [header]
+    for i in range(K):
+        lines.append(f"{i:>5} " + "".join(f"{fmt(matrix[i, j]):>9}" for j in range(K)))
+    return lines
+
+
+def _eps(value: float) -> str:
+    if np.isnan(value):
+        return "."
+    return "inf" if math.isinf(value) else f"{value:.3g}"
+
+
+def text_report(run: dict) -> str:
+    s, m = run["summary"], run["metrics"]
+    lines = [f"{s['algorithm']} on {s['problem']}: {s['ranks']} agents, {s['iterations']} "
+             f"iterations, final error {s['final_error']:.3e}"]
+    marks = sorted({0, len(m["iteration"]) // 4, len(m["iteration"]) // 2,
+                    3 * len(m["iteration"]) // 4, len(m["iteration"]) - 1})
+    lines.append("accuracy curve: " + ", ".join(
+        f"iter {int(m['iteration'][i])}: {m['error'][i]:.2e}" for i in marks))
+    K = run["bytes"].shape[0]
+    link_bytes = run["bytes"][run["bytes"] > 0]
+    lines.append(f"\nbytes per link (row = sender, column = receiver): total "
+                 f"{run['bytes'].sum():.0f}, per link min {link_bytes.min() if link_bytes.size else 0:.0f} "
+                 f"max {link_bytes.max() if link_bytes.size else 0:.0f}")
+    if K <= SHOW_FULL:
+        lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}")
+    eps = run["epsilon"]
+    finite = eps[~np.isnan(eps)]
+    p = run["privacy"]
+    lines.append(f"\nprivacy loss per link: epsilon at delta {p['delta']:g} "
+                 f"({p['headline_conversion']} conversion, {p['noise']} noise; row = protected "
+                 f"agent, column = observer; . = no link): worst "
+                 f"{_eps(finite.max()) if finite.size else '-'}")
+    if K <= SHOW_FULL:
+        lines += _matrix_text(eps, _eps)
+    for note in p.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def plot_report(run: dict, png: str | Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError("--png needs matplotlib",
+                          "pip install 'mpi_privopt[plot]'") from None
+    m = run["metrics"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    axes[0].semilogy(m["iteration"], np.maximum(m["error"], 1e-300))
+    axes[0].set(xlabel="iteration", ylabel="normalised error", title="accuracy")
+    image = axes[1].imshow(np.where(run["bytes"] > 0, run["bytes"], np.nan), cmap="viridis")
+    axes[1].set(xlabel="receiver", ylabel="sender", title="bytes per link")
+    fig.colorbar(image, ax=axes[1])
+    eps = run["epsilon"].copy()
+    unbounded = np.isinf(eps)
+    shown = np.where(unbounded, np.nan, eps)
+    image = axes[2].imshow(shown, cmap="magma_r")
+    if unbounded.any():
+        rows, cols = np.nonzero(unbounded)
+        axes[2].scatter(cols, rows, marker="x", color="red", label="inf (not private)")
+        axes[2].legend(loc="upper right", fontsize=8)
+    axes[2].set(xlabel="observer", ylabel="protected agent",
+                title=f"privacy loss per link (epsilon, delta={run['privacy']['delta']:g})")
+    if np.isfinite(shown).any():
+        fig.colorbar(image, ax=axes[2])
+    fig.suptitle(f"{run['summary']['algorithm']} on {run['summary']['problem']}, "
+                 f"{run['summary']['ranks']} agents")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def main(args) -> int:
+    run = load_run(args.run_dir)
+    print(text_report(run))
+    if args.png:
+        plot_report(run, args.png)
+        print(f"\nwritten: {args.png}")
+    return 0
