@@ -13,7 +13,8 @@ logs=$(mktemp -d)
 for ranks in ${MPI_TEST_RANKS:-2 3 5 8}; do
   echo "== MPI tests on $ranks ranks"
   # Rank 0 reports; the other ranks log to files shown only if the run fails.
-  if ! mpiexec -n "$ranks" bash -c '
+  # A hung MPI test would otherwise wait forever: bound each rank count's run.
+  if ! timeout "${MPI_TEST_TIMEOUT:-1500}" mpiexec -n "$ranks" bash -c '
       rank=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}}
       if [ "$rank" = 0 ]; then
         exec python -m pytest -q -p no:cacheprovider --with-mpi tests/mpi
