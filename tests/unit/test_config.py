@@ -88,3 +88,27 @@ def test_unknown_section_and_missing_file(tmp_path):
 def test_override_needs_section_dot_key():
     with pytest.raises(ConfigError, match="section.key=value"):
         apply_overrides({}, ["iterations=3"])
+
+
+@pytest.mark.parametrize("overrides,words", [
+    (["algorithm.name=zcdp-nfl", "problem.clip=1.0"], ["privacy.epsilon is inf"]),
+    (["algorithm.name=zcdp-nfl", "privacy.epsilon=1.0"], ["problem.clip"]),
+    (["algorithm.name=zcdp-nfl", "algorithm.noiseless=true", "privacy.epsilon=1.0"],
+     ["noiseless"]),
+    (["algorithm.name=zcdp-nfl", "problem.clip=1.0", "privacy.epsilon=1.0",
+      "algorithm.tau=1.5"], ["algorithm.tau"]),
+    (["algorithm.name=zcdp-nfl", "problem.clip=1.0", "privacy.epsilon=1.0",
+      "algorithm.conversion=magic"], ["algorithm.conversion", "tight"]),
+    (["privacy.noise=loud"], ["privacy.noise", "secure"]),
+])
+def test_private_algorithm_needs_a_budget_and_a_clip(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, overrides)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_a_valid_private_config_loads():
+    cfg = load_config(None, ["algorithm.name=zcdp-nfl", "problem.clip=1.0",
+                             "privacy.epsilon=2.0", "privacy.noise=secure"])
+    assert cfg.algorithm.params.tau == 0.99 and cfg.privacy.noise == "secure"
