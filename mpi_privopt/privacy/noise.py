@@ -75,6 +75,7 @@ its ``effective_sensitivity`` the sensitivity unchanged.
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
 from typing import Protocol
 
@@ -142,7 +143,8 @@ def _check_index(name: str, value) -> int:
 
 def _shape(shape) -> tuple[int, ...]:
     try:
-        out = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+        out = ((operator.index(shape),) if np.ndim(shape) == 0
+               else tuple(operator.index(n) for n in shape))
     except (TypeError, ValueError):
         out = None
     if out is None or any(n < 0 for n in out):

@@ -1,0 +1,33 @@
+"""Mechanisms: the release carries the noise it was made with and its cost."""
+import numpy as np
+import pytest
+
+from mpi_privopt.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+from mpi_privopt.privacy.noise import agent_noise
+from mpi_privopt.privacy.release import PRIVATE
+
+
+def test_fast_gaussian_release_is_value_plus_the_agents_stream():
+    value = np.arange(5.0)
+    release = GaussianMechanism(agent_noise("fast", 3, 1)).release(value, 0.2, 1.5)
+    expected = value + agent_noise("fast", 3, 1).gaussian(1.5, (5,))
+    np.testing.assert_array_equal(release.payload, expected)
+    assert release.kind == PRIVATE
+    assert release.event.sensitivity == 0.2 and release.event.sigma == 1.5
+    assert release.event.rho == pytest.approx(0.04 / (2 * 2.25))
+
+
+def test_laplace_release_books_pure_epsilon():
+    release = LaplaceMechanism(agent_noise("fast", 0, 0)).release(np.zeros(4), 1.0, 4.0)
+    assert release.event.epsilon == pytest.approx(0.25)
+
+
+def test_secure_release_is_on_the_lattice_and_books_the_rounding():
+    pytest.importorskip("opendp")
+    noise = agent_noise("secure", 0, 0)
+    value = np.array([0.1, -2.3, 7.77])
+    release = GaussianMechanism(noise).release(value, 0.5, 1.0)
+    g = noise.granularity
+    np.testing.assert_array_equal(release.payload / g, np.round(release.payload / g))
+    assert release.event.sensitivity == pytest.approx(0.5 + g * np.sqrt(3), rel=0, abs=1e-15)
+    assert release.event.sensitivity > 0.5
