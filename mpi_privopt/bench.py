@@ -3,7 +3,8 @@
 Run under MPI, e.g. ``mpiexec -n 8 python -m mpi4py -m mpi_privopt bench``. Three parts,
 each comparing two things in the same run on the same graph:
 
-1. one neighbour exchange through :class:`Network` (release check, meter, listeners)
+1. one neighbour exchange through :class:`Network` with a privacy ledger attached, as in a
+   run (release check, meter, ledger)
    against a raw ``Neighbor_allgather`` loop on the same dist-graph communicator, for
    payloads from 8 to 10^6 doubles; the ratio is Network time / raw time;
 2. latency (8-byte ping-pong) and bandwidth (1 MiB ping-pong) of every link;
@@ -27,6 +28,7 @@ from .agent import Agent
 from .algorithms.dgd import DGD
 from .config import load_config
 from .network import Network
+from .privacy.ledger import Ledger
 from .privacy.release import Release
 
 ROUNDS = 5
@@ -118,6 +120,7 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
 
     def run_ours() -> tuple[float, np.ndarray]:
         net = Network(world, in_nbrs, out_nbrs)
+        net.listeners.append(Ledger(rank, out_nbrs, 1e-5))
         agent = Agent(id=rank, n_agents=size, problem=local, net=net, graph=graph,
                       rng=np.random.default_rng(0))
         algorithm = DGD(agent, cfg.algorithm.params)
@@ -161,6 +164,7 @@ def main(args) -> int:
     topology.validate_graph(graph, size)
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
     net = Network(world, in_nbrs, out_nbrs)
+    net.listeners.append(Ledger(rank, out_nbrs, 1e-5))
     sizes = [int(s) for s in args.sizes.split(",")]
 
     exchange = bench_exchange(world, net, sizes, args.repeats)
