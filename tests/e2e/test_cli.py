@@ -175,3 +175,16 @@ def test_privacy_commands():
     assert json.loads(proc.stdout)["pure"] == pytest.approx(10.0)
     proc = single("privacy", "epsilon", "--sigma", "x")
     assert proc.returncode == 2 and "--sigma" in proc.stderr
+
+
+def test_bench_runs_all_three_parts(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = mpirun(3, "bench", "--sizes", "8,1000", "--repeats", "20", "--iterations", "50",
+                  "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert [r["doubles"] for r in result["exchange"]] == [8, 1000]
+    assert all(r["ratio"] > 0 for r in result["exchange"])
+    assert len(result["links"]) == 3                     # a ring of 3 has 3 links
+    assert result["dgd"]["same_iterates"] is True        # the comparison is like for like
+    assert "same iterates: True" in proc.stdout
