@@ -58,24 +58,23 @@ _RTOL = 4.0 * np.finfo(float).eps
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------
-def _check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+def _finite_positive(value: float, name: str, fix: str) -> float:
+    """``value`` as a float, or a ConfigError naming it when it is not finite and > 0."""
     try:
-        e = float(epsilon)
+        number = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {epsilon!r} is not a number", "give the privacy budget epsilon as a number > 0") from None
-    if not (math.isfinite(e) and e > 0.0):
-        raise ConfigError(f"{name} = {epsilon!r} must be a finite number > 0", "give the privacy budget epsilon > 0, e.g. 1")
-    return e
+        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
+    if not (math.isfinite(number) and number > 0.0):
+        raise ConfigError(f"{name} = {value!r} must be a finite number > 0", fix)
+    return number
+
+
+def _check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    return _finite_positive(epsilon, name, "give the privacy budget epsilon > 0, e.g. 1")
 
 
 def _check_tau(tau: float) -> float:
-    try:
-        t = float(tau)
-    except (TypeError, ValueError):
-        raise ConfigError(f"tau = {tau!r} is not a number", "give the schedule ratio tau in (0, 1], e.g. 0.99") from None
-    if not (math.isfinite(t) and t > 0.0):
-        raise ConfigError(f"tau = {tau!r} must be a finite number > 0", "use tau in (0, 1] (tau = 1: constant schedule)")
-    return t
+    return _finite_positive(tau, "tau", "use tau in (0, 1] (tau = 1: constant schedule), e.g. 0.99")
 
 
 def _check_rounds(T: int, name: str = "T") -> int:
@@ -91,13 +90,7 @@ def _check_conversion(conversion: str) -> str:
 
 
 def _check_phi1(phi1: float) -> float:
-    try:
-        p = float(phi1)
-    except (TypeError, ValueError):
-        raise ConfigError(f"phi1 = {phi1!r} is not a number", "give the first-round zCDP budget phi1 > 0") from None
-    if not (math.isfinite(p) and p > 0.0):
-        raise ConfigError(f"phi1 = {phi1!r} must be a finite number > 0", "give the first-round zCDP budget phi1 > 0")
-    return p
+    return _finite_positive(phi1, "phi1", "give the first-round zCDP budget phi1 > 0")
 
 
 # ---------------------------------------------------------------------------------------------
