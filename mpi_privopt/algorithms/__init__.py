@@ -1,5 +1,6 @@
 """Registered algorithms: ``ALGORITHMS[name]`` is the class for ``algorithm.name``."""
 from .base import ALGORITHMS, Algorithm, register
 from . import admm, dgd, zcdp_nfl  # noqa: F401  (importing registers them)
+from . import eps_delta_nfl, p_admm, zcdp_grad_nfl  # noqa: F401
 
 __all__ = ["ALGORITHMS", "Algorithm", "register"]
