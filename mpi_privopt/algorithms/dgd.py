@@ -2,13 +2,55 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import ClassVar
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..privacy.release import Release
 from ..topology import metropolis_row
 from .base import Algorithm, register
 from .steps import step_size
+
+#: where x_1 starts: 0, spread evenly over [-box, box] by agent id, or uniform in the box
+INITS = ("zero", "spread", "uniform")
+#: where the gradient is taken: at the agent's own iterate, or at the fused point v
+GRADIENT_POINTS = ("own", "fused")
+
+
+def project_box(x: np.ndarray, box: float) -> np.ndarray:
+    """P_X for X = [-box, box]^D (the identity when box is infinite)."""
+    return np.clip(x, -box, box) if math.isfinite(box) else x
+
+
+def initial_point(agent, init: str, box: float) -> np.ndarray:
+    """x_1 of ``agent``: ``zero``; ``spread`` = box * (2 id / (K - 1) - 1) in every
+    coordinate (Fig. 1's (-30, -15, 0, 15, 30) for K = 5, box = 30); ``uniform`` in the box,
+    drawn first from the agent's stream so every method starts from the same point."""
+    dim = agent.problem.n_features
+    if init == "zero":
+        return np.zeros(dim)
+    if init == "spread":
+        n = agent.n_agents
+        position = 0.0 if n == 1 else 2.0 * agent.id / (n - 1) - 1.0
+        return np.full(dim, box * position)
+    if init == "uniform":
+        return agent.rng.uniform(-box, box, dim)
+    raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
+
+
+def validate_box_and_init(name: str, params) -> None:
+    """The checks shared by DGD and the methods built on it."""
+    if not params.box > 0:
+        raise ConfigError(f"algorithm.box = {params.box} must be positive for {name!r}",
+                          "give the half-width of the box X = [-box, box]^D, or inf for none")
+    if params.init not in INITS:
+        raise ConfigError(f"algorithm.init = {params.init!r} is unknown",
+                          f"valid: {', '.join(INITS)}")
+    if params.init != "zero" and not math.isfinite(params.box):
+        raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
+                          "set algorithm.box (the initial points are placed in the box)")
 
 
 @register
@@ -23,6 +65,15 @@ class DGD(Algorithm):
     where g_k is a subgradient of the local objective f_k and W are the Metropolis weights
     of ``topology.weights`` (``standard``: W_kl = 1/(1 + max(d_k, d_l))). The step is
     ``alpha_n = step``, ``step/sqrt(n)`` or ``step/n`` by ``schedule``.
+
+    Gade & Vaidya's form (their Sec. II, the baseline of RSS and FS) is selected with
+    ``gradient_at = "fused"``, ``box`` and ``topology.weights = "self-inclusive"``::
+
+        v_k      = sum_{l in N_k U {k}} B_kl x_l^(n-1)          (information fusion)
+        x_k^(n)  = P_X[ v_k - alpha_n grad f_k(v_k) ]           (projected gradient step)
+
+    with X = [-box, box]^D (``box = inf``: no projection). ``init`` places x^(0): ``zero``
+    (the default), ``spread`` over the box by agent id, or ``uniform`` in the box.
 
     Theory: with a constant step the agents reach a neighbourhood of the optimum whose size
     shrinks with the step (O(alpha) in distance for strongly convex f); with a diminishing,
@@ -39,8 +90,21 @@ class DGD(Algorithm):
     class Params:
         step: float = 0.05
         schedule: str = "sqrt"
+        box: float = math.inf
+        gradient_at: str = "own"
+        init: str = "zero"
 
     positive = ("step",)
+    #: the note the ledger keeps with phase "x" releases
+    release_note: ClassVar[str] = ""
+
+    @classmethod
+    def validate(cls, params) -> None:
+        super().validate(params)
+        validate_box_and_init(cls.name, params)
+        if params.gradient_at not in GRADIENT_POINTS:
+            raise ConfigError(f"algorithm.gradient_at = {params.gradient_at!r} is unknown",
+                              f"valid: {', '.join(GRADIENT_POINTS)}")
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -48,14 +112,35 @@ class DGD(Algorithm):
         degrees = dict(agent.graph.degree())
         self.self_weight, self.neighbor_weights = metropolis_row(
             agent.id, net.in_neighbors, degrees, agent.weights)
-        self.x = np.zeros(agent.problem.n_features)
+        self.x = initial_point(agent, params.init, params.box)
         self._received = np.empty((net.n_in, agent.problem.n_features))
+        #: the function whose gradient the agent follows (FS replaces it by f-hat)
+        self.objective = agent.problem
+        #: where the last gradient was taken (v_k, or x_k for gradient_at = "own")
+        self.gradient_point = self.x
+
+    @property
+    def fused_gradient(self) -> bool:
+        """Whether the gradient is taken at the fused point v (Gade & Vaidya's form)."""
+        return self.params.gradient_at == "fused"
+
+    def fuse(self, n: int, alpha: float) -> np.ndarray:
+        """Phase "x": broadcast x, return sum_l W_kl x_l over N_k U {k}."""
+        received = self.agent.net.broadcast(Release.nonprivate(self.x, note=self.release_note),
+                                            "x", out=self._received)
+        return self.self_weight * self.x + self.neighbor_weights @ received
 
     def step(self, n: int) -> None:
-        received = self.agent.net.broadcast(Release.nonprivate(self.x), "x", out=self._received)
         alpha = step_size(self.params.schedule, self.params.step, n)
-        gradient = self.agent.problem.subgradient(self.x)
-        self.x = self.self_weight * self.x + self.neighbor_weights @ received - alpha * gradient
+        if self.fused_gradient:
+            v = self.fuse(n, alpha)
+            self.gradient_point = v
+            self.x = project_box(v - alpha * self.objective.subgradient(v), self.params.box)
+        else:
+            self.gradient_point = self.x
+            fused = self.fuse(n, alpha)
+            gradient = self.objective.subgradient(self.gradient_point)
+            self.x = project_box(fused - alpha * gradient, self.params.box)
 
     @property
     def estimate(self) -> np.ndarray:

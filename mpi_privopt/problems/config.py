@@ -9,6 +9,7 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
+from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, PRESETS
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
 
 __all__ = [
@@ -52,6 +53,9 @@ class ProblemConfig:
     loss : str
         Override of the problem's loss (a key of :data:`LOSSES`); "" keeps the default.
         The task (regression / classification) follows the loss actually used.
+    preset : str
+        For ``name = "polynomial"`` only: which polynomial objectives the agents hold
+        (:data:`~mpi_privopt.problems.polynomial_presets.PRESETS`; "" is ``gade2017``).
     """
 
     name: str = "ridge"
@@ -64,6 +68,7 @@ class ProblemConfig:
     clip: float = 0.0
     huber_delta: float = 1.0
     loss: str = ""
+    preset: str = ""
 
 
 def _is_real(x: object) -> bool:
@@ -82,10 +87,18 @@ def validate_problem_config(cfg: ProblemConfig) -> None:
     ConfigError
         On an unknown problem or loss name, or a value out of range.
     """
+    if cfg.name == POLYNOMIAL:
+        _validate_polynomial(cfg)
+        return
     if cfg.name not in PROBLEMS:
         raise ConfigError(
             f"unknown problem [problem] name = {cfg.name!r}",
-            f"choose one of {', '.join(PROBLEMS)}",
+            f"choose one of {', '.join(PROBLEMS)}, or {POLYNOMIAL}",
+        )
+    if cfg.preset:
+        raise ConfigError(
+            f"[problem] preset = {cfg.preset!r} is set, but problem {cfg.name!r} has no presets",
+            f"remove [problem] preset, or set [problem] name = \"{POLYNOMIAL}\"",
         )
     for key in ("samples", "features"):
         v = getattr(cfg, key)
@@ -129,6 +142,22 @@ def validate_problem_config(cfg: ProblemConfig) -> None:
             f"unknown loss [problem] loss = {cfg.loss!r}",
             f"choose one of {', '.join(LOSSES)}, or leave it empty for the problem's loss",
         )
+
+
+def _validate_polynomial(cfg: ProblemConfig) -> None:
+    # a polynomial objective has no data, loss or regulariser: refuse keys that would be
+    # silently ignored
+    if cfg.preset and cfg.preset not in PRESETS:
+        raise ConfigError(f"unknown [problem] preset = {cfg.preset!r}",
+                          f"choose one of {', '.join(PRESETS)}")
+    if not _is_int(cfg.features) or cfg.features < 1:
+        raise ConfigError(f"[problem] features = {cfg.features!r} must be an integer >= 1",
+                          "set [problem] features to the dimension of the random preset")
+    for key in ("data", "loss", "l1", "l2"):
+        if getattr(cfg, key) not in ("", None):
+            raise ConfigError(
+                f"[problem] {key} = {getattr(cfg, key)!r} does not apply to the polynomial problem",
+                f"remove [problem] {key}: the objectives are the preset's polynomials")
 
 
 def problem_spec(cfg: ProblemConfig) -> ProblemSpec:

@@ -12,6 +12,7 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError, DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss
+from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, preset_dimension
 from mpi_privopt.problems.datafiles import (
     Table,
     check_finite,
@@ -56,7 +57,8 @@ def load_agent_data(
     X : ndarray, shape (M_k, P)
     y : ndarray, shape (M_k,)
         For classification losses (hinge, logistic) labels are in {-1, +1}; files
-        labelled {0, 1} are accepted and 0 is mapped to -1.
+        labelled {0, 1} are accepted and 0 is mapped to -1. The polynomial problem has no
+        samples: X is (0, D) and y is empty.
 
     Raises
     ------
@@ -65,6 +67,8 @@ def load_agent_data(
         agent without rows, inconsistent feature counts, bad classification labels.
     """
     _check_ids(agent, n_agents, seed)
+    if cfg.name == POLYNOMIAL:
+        return np.empty((0, preset_dimension(cfg.preset, cfg.features))), np.empty(0)
     task = problem_loss(cfg).task
     if not cfg.data:
         return synthetic_agent_data(seed, agent, cfg.samples, cfg.features, cfg.noise, task)

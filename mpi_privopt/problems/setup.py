@@ -17,6 +17,8 @@ from .config import ProblemConfig, resolve_l1
 from .data import load_agent_data
 from .global_problem import GlobalProblem
 from .local import LocalProblem, make_local_problem
+from .polynomial_presets import POLYNOMIAL
+from .polynomial_problem import build_polynomial_problems
 from .reference import ReferenceSolution, solve_reference
 
 
@@ -43,7 +45,10 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int) -> Proble
     """Build the run's problems collectively on ``comm`` (the evaluation communicator).
 
     A bad data file on any rank stops every rank with that rank's message.
+    ``problem.name = "polynomial"`` has no data: each agent builds its preset objective.
     """
+    if cfg.name == POLYNOMIAL:
+        return ProblemSetup(*agree(comm, lambda: build_polynomial_problems(cfg, comm, seed)))
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     X, y = agree(comm, lambda: load_agent_data(cfg, rank, n_agents, seed))
     shards = comm.gather((X, y), root=0)

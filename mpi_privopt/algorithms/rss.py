@@ -1,0 +1,211 @@
+"""Randomized State Sharing (Gade & Vaidya 2017, Algorithms 1 and 2): RSS-NB and RSS-LB.
+
+Both are the paper's DGD (gradient at the fused point, projection onto X) in which the
+state an agent shares is perturbed by structured noise that cancels in the network
+average, so the iterates still converge to the optimum of the sum (Theorem 1) while
+neighbours never see a clean iterate. This is not differential privacy: every message is
+booked as non-private, and what a run may claim is the topology certificate in its report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..privacy.certificate import topology_certificate
+from ..privacy.release import Release
+from .base import register
+from .dgd import DGD, validate_box_and_init
+from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
+                            locally_balanced_noise, network_balanced_shares)
+
+NB_NOTE = ("RSS-NB structured randomization: not differential privacy; "
+           "see the topology certificate")
+NB_SHARE_NOTE = ("RSS-NB noise share s^{j,i} (data-independent, secret to the link): "
+                 "not differential privacy; see the topology certificate")
+LB_NOTE = ("RSS-LB structured randomization: not differential privacy; "
+           "see the topology certificate")
+
+RSS_SCOPE = ("Gade & Vaidya prove Theorem 2 for FS only; for RSS the conditions are "
+             "necessary (a coalition that violates them recovers gradients exactly) but no "
+             "guarantee is proved, and zero-mean noise can be averaged out over iterations")
+
+
+def certificate_report(agent, adversaries: int, scope: str) -> dict:
+    """The ``algorithm_report`` entries of the Gade & Vaidya methods."""
+    cert = topology_certificate(agent.graph, adversaries)
+    return {
+        "privacy kind": "structured randomization, not differential privacy "
+                        "(the ledger books every message as non-private: epsilon = inf)",
+        "topology certificate": cert.statement(),
+        "certificate scope": scope,
+        "certificate_f": cert.adversaries,
+        "min_degree": cert.min_degree,
+        "vertex_connectivity": cert.connectivity,
+        "protects_each_agent": cert.protects_each_agent,
+        "protects_subset_sums": cert.protects_subset_sums,
+    }
+
+
+@dataclasses.dataclass
+class RSSParams:
+    """The ``[algorithm]`` keys RSS-NB and RSS-LB share."""
+
+    step: float = 1.0
+    schedule: str = "inverse"
+    box: float = math.inf
+    init: str = "zero"
+    delta: float = 1.0
+    noise: str = "ball"
+    adversaries: int = 1
+
+
+class _StructuredRandomization(DGD):
+    """What RSS-NB and RSS-LB share: the paper's DGD step after a perturbed fusion."""
+
+    private = False
+    scope: ClassVar[str] = RSS_SCOPE
+    #: valid values of ``noise``
+    distributions: ClassVar[tuple[str, ...]] = ()
+    Params = RSSParams
+
+    @property
+    def fused_gradient(self) -> bool:
+        # Algorithms 1 and 2, line 9: the gradient is always taken at v_k
+        return True
+
+    @classmethod
+    def validate(cls, params) -> None:
+        # skip DGD.validate: there is no gradient_at to choose (always the fused point)
+        super(DGD, cls).validate(params)
+        validate_box_and_init(cls.name, params)
+        if not (params.delta >= 0 and math.isfinite(params.delta)):
+            raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
+                              "Delta bounds the perturbation; 0 gives plain DGD")
+        if params.adversaries < 0:
+            raise ConfigError(f"algorithm.adversaries = {params.adversaries} must be >= 0",
+                              "the number f of colluding agents the certificate is checked for")
+        if params.noise not in cls.distributions:
+            raise ConfigError(f"algorithm.noise = {params.noise!r} is unknown for {cls.name}",
+                              f"valid: {', '.join(cls.distributions)}")
+
+    def report(self) -> dict:
+        return certificate_report(self.agent, self.params.adversaries, self.scope)
+
+
+@register
+class RSSNB(_StructuredRandomization):
+    r"""RSS-NB, Randomized State Sharing, Network Balanced (Gade & Vaidya, Algorithm 1).
+
+    Agent j, with s_1^{j,i} = s_1^{i,j} = 0, for k = 1, 2, ...::
+
+        d_k^j     = sum_{i in N_j} s_k^{i,j} - sum_{i in N_j} s_k^{j,i}     (eq. 2)
+        w_k^j     = x_k^j + alpha_k d_k^j                                  (eq. 1)
+        phase "w" (broadcast): w_k^j to every neighbour; receive w_k^i
+        phase "s" (scatter):   a fresh s_{k+1}^{j,i} to each neighbour i; receive s_{k+1}^{i,j}
+        v_k^j     = sum_{i in N_j U {j}} B[j,i] w_k^i                      (own w, not x)
+        x_{k+1}^j = P_X[ v_k^j - alpha_k grad f_j(v_k^j) ]
+
+    Each share enters the receiver's d with + and the sender's with -, so
+    sum_j d_k^j = 0 at every k (eq. 3) and the network average is never perturbed. Shares
+    are drawn by the sender from its own stream with ||s|| <= Delta / (2n) (``noise``:
+    ``ball``, ``cube``, or ``biased`` with non-zero mean), hence ||d_k^j|| <= Delta.
+    The shares for iteration k + 1 travel with the state of iteration k (the paper's
+    pipeline); both exchanges are posted together and completed together.
+
+    Parameters (``[algorithm]``): ``step``, ``schedule`` (alpha_k; the paper's Theorem 1
+    uses a/k: ``inverse``), ``box``, ``init`` as for DGD; ``delta`` (Delta); ``noise``;
+    ``adversaries`` (f for the certificate in the report).
+    """
+
+    name = "rss-nb"
+    summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
+    distributions = NB_DISTRIBUTIONS
+
+    def __init__(self, agent, params) -> None:
+        super().__init__(agent, params)
+        net, dim = agent.net, agent.problem.n_features
+        self.share_bound = params.delta / (2 * agent.n_agents)
+        self.shares_sent = np.zeros((net.n_out, dim))       # s_k^{j,i}
+        self.shares_received = np.zeros((net.n_in, dim))    # s_k^{i,j}
+        self.perturbation = np.zeros(dim)                   # d_k^j
+        self._shares_in = np.empty((net.n_in, dim))
+
+    def fuse(self, n: int, alpha: float) -> np.ndarray:
+        net = self.agent.net
+        self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
+        w = self.x + alpha * self.perturbation
+        upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
+                                           self.x.size, self.share_bound, self.params.noise)
+        states = net.ibroadcast(Release.nonprivate(w, note=NB_NOTE), "w", out=self._received)
+        pending = [states]
+        if net.n_out:
+            pending.append(net.iscatter([Release.nonprivate(s, note=NB_SHARE_NOTE)
+                                         for s in upcoming], "s", out=self._shares_in))
+        received = pending[0].wait()
+        if net.n_out:
+            self.shares_received = pending[1].wait().copy()
+        self.shares_sent = upcoming
+        return self.self_weight * w + self.neighbor_weights @ received
+
+
+@register
+class RSSLB(_StructuredRandomization):
+    r"""RSS-LB, Randomized State Sharing, Locally Balanced (Gade & Vaidya, Algorithm 2).
+
+    Agent j, for k = 1, 2, ...::
+
+        choose d_k^{j,i} for i in N_j with  sum_{i in N_j} B[i,j] d_k^{j,i} = 0,
+               d_k^{j,j} = 0,  ||d_k^{j,i}|| <= Delta                       (eq. 4)
+        w_k^{j,i} = x_k^j + alpha_k d_k^{j,i}                               (eq. 5)
+        phase "w-link" (scatter): w_k^{j,i} to neighbour i, a different value on each link;
+                                  receive w_k^{i,j}
+        v_k^j     = B[j,j] x_k^j + sum_{i in N_j} B[j,i] w_k^{i,j}
+        x_{k+1}^j = P_X[ v_k^j - alpha_k grad f_j(v_k^j) ]
+
+    The noise is drawn from the agent's own stream (notes A5): raw vectors (``noise``:
+    ``ball`` or ``gaussian``) centred by their B[., j]-weighted mean, then scaled so the
+    largest norm is Delta * U(0, 1] (``scale = "random"``) or Delta (``"max"``). Eq. 4
+    gives sum_j e_k^j = 0 for the fused noise e_k^j = sum_i B[j,i] d_k^{i,j}, so again the
+    network average is never perturbed. An agent with one neighbour gets d = 0 (eq. 4
+    leaves no freedom): its state goes out in the clear.
+
+    Parameters (``[algorithm]``): as RSS-NB, plus ``scale``; ``noise`` is the raw
+    distribution.
+    """
+
+    name = "rss-lb"
+    summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
+    distributions = LB_DISTRIBUTIONS
+
+    @dataclasses.dataclass
+    class Params(RSSParams):
+        scale: str = "random"
+
+    @classmethod
+    def validate(cls, params) -> None:
+        super().validate(params)
+        if params.scale not in LB_SCALES:
+            raise ConfigError(f"algorithm.scale = {params.scale!r} is unknown",
+                              f"valid: {', '.join(LB_SCALES)}")
+
+    def __init__(self, agent, params) -> None:
+        super().__init__(agent, params)
+        if agent.net.in_neighbors != agent.net.out_neighbors:
+            raise ConfigError("rss-lb needs an undirected graph", "set topology.directed = false")
+        # Metropolis weights are symmetric, so the column B[i, j] over the out-links
+        # equals this agent's row B[j, i]
+        self.column_weights = self.neighbor_weights
+        self.link_noise = np.zeros((agent.net.n_out, agent.problem.n_features))  # d_k^{j,i}
+
+    def fuse(self, n: int, alpha: float) -> np.ndarray:
+        net = self.agent.net
+        self.link_noise = locally_balanced_noise(
+            self.agent.rng, self.column_weights, self.x.size, self.params.delta,
+            self.params.noise, self.params.scale)
+        releases = [Release.nonprivate(self.x + alpha * d, note=LB_NOTE) for d in self.link_noise]
+        received = net.scatter(releases, "w-link", out=self._received)
+        return self.self_weight * self.x + self.neighbor_weights @ received
