@@ -103,8 +103,9 @@ class PADMM(ZCDPNFL):
 
         (The consensus term rho sum_l ||w - c_l||^2 is rho d_k ||w||^2 - 2 rho w^T sum_l c_l
         up to a constant; ``linear`` = gamma - 2 rho sum_l c_l.) Newton's method with
-        backtracking on a piecewise-quadratic, strongly convex function: it ends when the
-        active set stops changing, with the gradient at rounding level.
+        backtracking on a piecewise-quadratic, strongly convex function: it ends when a full
+        step keeps the active set (the unclipped samples), i.e. lands on the exact minimiser
+        of the quadratic piece it lies in, which is then the global one.
         """
         problem = self.agent.problem
         X, mu = problem.X, self.strong_convexity - 2.0 * problem.l2 / problem.n_agents
@@ -118,19 +119,24 @@ class PADMM(ZCDPNFL):
             return problem.subgradient(w) + mu * w + linear
 
         w = start.copy()
-        scale = 1.0 + float(np.abs(linear).max())
+        active = np.abs(X @ w - problem.y) <= self._threshold
         for _ in range(_NEWTON_ITERATIONS):
             g = gradient(w)
-            if np.abs(g).max() <= 1e-13 * scale:
-                break
-            active = np.abs(X @ w - problem.y) <= self._threshold
             Xa = X[active]
             H = (2.0 / problem.n_samples) * (Xa.T @ Xa) + self.strong_convexity * eye
             direction = np.linalg.solve(H, g)
-            f0, t = value(w), 1.0
-            while t > 1e-12 and value(w - t * direction) > f0 - 0.25 * t * (g @ direction):
+            if np.abs(direction).max() <= 1e-15 * (1.0 + np.abs(w).max()):
+                break
+            # Armijo backtracking; values within rounding of f0 count as no increase
+            f0, decrease = value(w), g @ direction
+            slack = 8.0 * np.finfo(float).eps * (1.0 + abs(f0))
+            t = 1.0
+            while value(w - t * direction) > f0 - 0.25 * t * decrease + slack:
                 t *= 0.5
             w = w - t * direction
+            previous, active = active, np.abs(X @ w - problem.y) <= self._threshold
+            if t == 1.0 and np.array_equal(active, previous):
+                break  # the exact minimiser of the quadratic piece it lies in: the minimiser
         return w
 
     def step(self, n: int) -> None:
