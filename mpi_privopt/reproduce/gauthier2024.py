@@ -428,7 +428,7 @@ def tuning_figure(out: Path, specs: list[Spec], steps: dict, rows: list[dict]) -
                 ax.semilogy(it, err, "-" if chosen else ":", lw=1.8 if chosen else 1.0,
                             label=f"zCDP-grad-NFL step {step:g}" + (" (chosen)" if chosen else ""))
         ax.axvline(MATCH_ITERATIONS, color="grey", lw=0.8)
-        ax.set_title(f"{PROBLEM_TITLES[problem]}: matching the initial speed (noise-free)")
+        ax.set_title(f"{PROBLEM_TITLES[problem]}: initial speed, noise-free")
         ax.set_xlabel("iteration n")
         ax.set_ylabel("normalised error")
         ax.grid(True, which="both", alpha=0.3)
@@ -484,7 +484,7 @@ def summarise(out: Path, tables: dict[str, list[dict]], steps: dict, args, secon
     summary = {"ranks": args.ranks, "runs": args.runs, "iterations": args.iterations,
                "epsilons": list(args.epsilons), "delta": DELTA, "tau": TAU, "clip": CLIP,
                "rho": RHO, "eta": ETA, "grad_steps": steps, "topology_seed": TOPOLOGY_SEED,
-               "seconds": seconds, "final_error": {}}
+               "seconds_this_invocation": seconds, "final_error": {}}
     for name, rows in tables.items():
         for row in rows:
             key = f"{name}|{row['method']}|{row['epsilon']:g}"
