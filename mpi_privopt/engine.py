@@ -189,6 +189,9 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
                     _print(stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  "
                                    f"error {row.error:.3e}  objective gap {row.objective_gap:.3e}"
                                    f"  consensus {row.consensus_gap:.3e}")
+            # No agent moves on before the row is on disk: if one is then stopped (its
+            # budget), the abort cannot cut off what was already measured.
+            eval_comm.Barrier()
     eval_comm.Barrier()
     wall = perf_counter() - start
 
@@ -230,6 +233,8 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         "private": algorithm_cls.private,
         "worst_link_epsilon": privacy["worst_link_epsilon"],
         "worst_link": privacy["worst_link"],
+        "worst_link_conversion": (privacy["links"]["conversion"][privacy["worst_link"][0]]
+                                  [privacy["worst_link"][1]] if privacy["worst_link"] else None),
         "privacy_delta": cfg.privacy.delta,
         "noise": noise.mode,
         "reference_method": reference.method,
@@ -268,7 +273,7 @@ def _privacy_line(s: dict[str, Any]) -> str:
     link = s.get("worst_link")
     where = f" on link {link[0]}->{link[1]}" if link else ""
     return (f"worst link epsilon = {eps:.4g}{where} at delta {s['privacy_delta']:g} "
-            f"({s['noise']} noise)")
+            f"({s.get('worst_link_conversion')} conversion, {s['noise']} noise)")
 
 
 def format_summary(s: dict[str, Any]) -> str:

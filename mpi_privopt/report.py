@@ -71,7 +71,7 @@ def text_report(run: dict) -> str:
     finite = eps[~np.isnan(eps)]
     p = run["privacy"]
     lines.append(f"\nprivacy loss per link: epsilon at delta {p['delta']:g} "
-                 f"({p['headline_conversion']} conversion, {p['noise']} noise; row = protected "
+                 f"(best valid conversion per link, {p['noise']} noise; row = protected "
                  f"agent, column = observer; . = no link): worst "
                  f"{_eps(finite.max()) if finite.size else '-'}")
     if K <= SHOW_FULL:

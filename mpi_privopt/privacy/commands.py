@@ -153,9 +153,9 @@ def cmd_coalition(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    shown = "inf (unbounded)" if math.isinf(eps["tight"]) else f"{eps['tight']:.6g}"
+    shown = "inf (unbounded)" if math.isinf(eps["best"]) else f"{eps['best']:.6g}"
     print(f"agent {args.agent} against observers {observers}: epsilon = {shown} "
-          f"at delta {report['delta']:g} (tight conversion)")
+          f"at delta {report['delta']:g} ({eps['conversion']} conversion)")
     return 0
 
 

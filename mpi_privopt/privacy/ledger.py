@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import PrivacyBudgetExceeded
 from .accountants import GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEvent, ZCDPEvent
-from .calibration import calibrate_zcdp_total
+from .calibration import calibrate_gdp_mu, calibrate_zcdp_total
 from .conversions import gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight
 from .release import NONPRIVATE, PUBLIC, Release
 
@@ -104,24 +104,30 @@ class Loss:
     def unbounded(self) -> bool:
         return self.nonprivate > 0
 
-    def epsilon(self, delta: float) -> dict[str, float | None]:
+    def epsilon(self, delta: float) -> dict[str, float | str | None]:
         """epsilon at ``delta`` by each conversion that applies (inf when unbounded).
 
-        ``tight`` (CKS zCDP conversion) is the headline number; ``exact`` is given while
-        every release was Gaussian, ``pure`` while every release was pure.
+        ``tight`` (CKS) and ``standard`` (Bun-Steinke) convert the total zCDP; ``exact``
+        (Gaussian DP) applies while every release was Gaussian, ``pure`` while every release
+        was pure. ``best`` is the smallest valid one, the headline, and ``conversion`` its
+        name. Every mechanism here fixes its sensitivity and noise scale independently of
+        the data, which is what the exact composition needs.
         """
         if self.unbounded:
             return {"tight": math.inf, "standard": math.inf, "exact": math.inf,
-                    "pure": math.inf, "best": math.inf}
-        tight = zcdp_to_eps_tight(self.rho, delta)
-        result = {
-            "tight": tight,
+                    "pure": math.inf, "best": math.inf, "conversion": "unbounded"}
+        result: dict[str, float | str | None] = {
+            "tight": zcdp_to_eps_tight(self.rho, delta),
             "standard": zcdp_to_eps_standard(self.rho, delta),
-            "exact": gaussian_exact_eps(math.sqrt(self.mu2), delta) if self.gaussian_only
-            and self.mu2 > 0 else (0.0 if self.gaussian_only else None),
+            "exact": (gaussian_exact_eps(math.sqrt(self.mu2), delta) if self.mu2 > 0 else 0.0)
+            if self.gaussian_only else None,
             "pure": self.pure if self.pure_only else None,
         }
-        result["best"] = min(v for v in result.values() if v is not None)
+        # Prefer the conversions in this order when they tie (e.g. all zero).
+        name = min((k for k in ("exact", "pure", "tight") if result[k] is not None),
+                   key=lambda k: result[k])
+        result["best"] = result[name]
+        result["conversion"] = name
         return result
 
     def to_dict(self) -> dict:
@@ -163,6 +169,9 @@ class Ledger:
         # is monotone in rho, and costs nothing per release.
         self._rho_budget = (math.inf if math.isinf(budget)
                             else calibrate_zcdp_total(budget, delta, "tight"))
+        # Likewise for the exact Gaussian composition: mu^2 is monotone in epsilon.
+        self._mu2_budget = (math.inf if math.isinf(budget)
+                            else calibrate_gdp_mu(budget, delta) ** 2)
 
     @property
     def links(self) -> dict[int, Loss]:
@@ -182,12 +191,17 @@ class Ledger:
         after.merge(self.total)
         for release, _ in outgoing:
             after.add(release)
-        # The budget is judged by the headline (tight) conversion, the number privacy.json
-        # and the summary report, so a run never reports more than its budget.
-        if after.unbounded or after.rho > self._rho_budget:
-            eps = after.epsilon(self.delta)["tight"]
+        # The budget is judged by the headline (best valid) conversion, the number
+        # privacy.json and the summary report, so a run never reports more than its
+        # budget. The cheap sufficient checks come first; the conversions run only near it.
+        within = (not after.unbounded and (
+            after.rho <= self._rho_budget
+            or (after.gaussian_only and after.mu2 <= self._mu2_budget)
+            or (after.pure_only and after.pure <= self.budget)))
+        if not within:
+            eps = after.epsilon(self.delta)["best"]
             if eps > self.budget:
-                spent = self.total.epsilon(self.delta)["tight"]
+                spent = self.total.epsilon(self.delta)["best"]
                 raise PrivacyBudgetExceeded(
                     f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
                     f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
@@ -226,7 +240,7 @@ class Ledger:
         """The neighbour that learned the most, and its epsilon."""
         worst, worst_eps = None, -1.0
         for j, loss in self.links.items():
-            eps = loss.epsilon(self.delta)["tight"]
+            eps = loss.epsilon(self.delta)["best"]
             if eps > worst_eps:
                 worst, worst_eps = j, eps
         return worst, max(worst_eps, 0.0)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from .ledger import Loss
 
 CONVERSIONS = {
+    "best": "the smallest valid of the conversions below (the headline epsilon)",
     "tight": "zCDP -> (eps, delta) by Canonne-Kamath-Steinke 2020 Prop. 12 (continuous order)",
     "standard": "zCDP -> (eps, delta) by Bun-Steinke 2016 Prop. 1.3: rho + 2 sqrt(rho ln(1/delta))",
     "exact": "exact composition of Gaussian mechanisms (Gaussian DP, Dong-Roth-Su)",
@@ -22,8 +23,8 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
     """Assemble privacy.json from the agents' ledger snapshots (``Ledger.to_dict``)."""
     K = len(ledgers)
     matrices = {name: [[None] * K for _ in range(K)]
-                for name in ("epsilon", "epsilon_standard", "epsilon_exact", "epsilon_pure",
-                             "rho", "releases")}
+                for name in ("epsilon", "conversion", "epsilon_tight", "epsilon_standard",
+                             "epsilon_exact", "epsilon_pure", "rho", "releases")}
     agents = []
     notes: list[str] = []
     worst_link, worst_eps = None, -math.inf
@@ -32,15 +33,17 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
         for j, data in snapshot["links"].items():
             loss = Loss.from_dict(data)
             eps = loss.epsilon(delta)
-            matrices["epsilon"][k][int(j)] = eps["tight"]
+            matrices["epsilon"][k][int(j)] = eps["best"]
+            matrices["conversion"][k][int(j)] = eps["conversion"]
+            matrices["epsilon_tight"][k][int(j)] = eps["tight"]
             matrices["epsilon_standard"][k][int(j)] = eps["standard"]
             matrices["epsilon_exact"][k][int(j)] = eps["exact"]
             matrices["epsilon_pure"][k][int(j)] = eps["pure"]
             matrices["rho"][k][int(j)] = math.inf if loss.unbounded else loss.rho
             matrices["releases"][k][int(j)] = loss.releases
             notes += [n for n in loss.notes if n not in notes]
-            if eps["tight"] > worst_eps:
-                worst_link, worst_eps = [k, int(j)], eps["tight"]
+            if eps["best"] > worst_eps:
+                worst_link, worst_eps = [k, int(j)], eps["best"]
         link_eps = {int(j): matrices["epsilon"][k][int(j)] for j in snapshot["links"]}
         worst_observer = max(link_eps, key=lambda j: (link_eps[j], -j)) if link_eps else None
         total = Loss.from_dict(snapshot["total"])
@@ -48,7 +51,7 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             "agent": k,
             "worst_observer": worst_observer,
             "worst_observer_epsilon": link_eps.get(worst_observer, 0.0),
-            "all_observers_epsilon": total.epsilon(delta)["tight"],
+            "all_observers_epsilon": total.epsilon(delta)["best"],
             "all_observers": total.epsilon(delta),
             "all_observers_rho": math.inf if total.unbounded else total.rho,
             "releases": total.releases,
@@ -61,7 +64,7 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
         "noise": noise,
         "rows": "agent whose data is protected (sender)",
         "columns": "neighbour that observed the messages (receiver)",
-        "headline_conversion": "tight",
+        "headline_conversion": "best",
         "conversions": CONVERSIONS,
         "links": matrices,
         "agents": agents,

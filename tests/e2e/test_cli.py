@@ -143,13 +143,14 @@ def test_budget_guard_stops_the_run_and_keeps_what_was_written(tmp_path):
     out = tmp_path / "run"
     proc = mpirun(3, "run", "--set", "algorithm.name=zcdp-nfl", "--set", "problem.clip=3.0",
                   "--set", "privacy.epsilon=2.0", "--set", "algorithm.horizon=10",
-                  "--set", "algorithm.conversion=tight", "--set", "run.iterations=30",
+                  "--set", "algorithm.conversion=exact", "--set", "run.iterations=30",
                   "--out", str(out))
     assert proc.returncode != 0
     assert "over its budget privacy.epsilon = 2" in proc.stderr
     assert "nothing was sent" in proc.stderr and "how to fix" in proc.stderr
-    # Calibrated for 10 iterations under the same conversion the guard uses: the 11th
-    # release is the first refused, and the metrics up to then are on disk.
+    # Calibrated for 10 iterations under the conversion the guard uses for Gaussian
+    # releases (exact): the 11th release is the first refused, and the metrics up to then
+    # are on disk.
     rows = (out / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("iteration") and int(rows[-1].split(",")[0]) == 10
     stopped = json.loads(next(out.glob("privacy-agent-*-at-stop.json")).read_text())

@@ -11,7 +11,8 @@ from mpi_privopt.algorithms.base import ALGORITHMS, Algorithm, register
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.privacy.calibration import calibrate_phi1, total_zcdp_geometric
-from mpi_privopt.privacy.conversions import zcdp_to_eps_standard, zcdp_to_eps_tight
+from mpi_privopt.privacy.conversions import (
+    gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight)
 from mpi_privopt.privacy.mechanisms import GaussianMechanism
 from mpi_privopt.privacy.report import coalition_epsilon
 
@@ -78,8 +79,13 @@ def test_privacy_json_equals_the_hand_computed_composition(comm, shared_dir):
             rho = report["links"]["rho"][k][j]
             if adjacency[k, j]:
                 assert rho == pytest.approx(rho_broadcast + rho_scatter, rel=1e-12)
-                assert report["links"]["epsilon"][k][j] == pytest.approx(
+                assert report["links"]["epsilon_tight"][k][j] == pytest.approx(
                     zcdp_to_eps_tight(rho_broadcast + rho_scatter, delta), rel=1e-12)
+                # Every release is Gaussian: the headline is the exact composition.
+                mu = math.sqrt(2 * (rho_broadcast + rho_scatter))
+                assert report["links"]["epsilon"][k][j] == pytest.approx(
+                    gaussian_exact_eps(mu, delta), rel=1e-9)
+                assert report["links"]["conversion"][k][j] == "exact"
                 assert report["links"]["releases"][k][j] == T + T // 2
             else:
                 assert rho is None and report["links"]["epsilon"][k][j] is None

@@ -6,7 +6,7 @@ import pytest
 
 from mpi_privopt.errors import PrivacyBudgetExceeded
 from mpi_privopt.privacy.accountants import GaussianEvent, LaplaceEvent
-from mpi_privopt.privacy.calibration import calibrate_zcdp_total
+from mpi_privopt.privacy.calibration import calibrate_gdp_mu, calibrate_zcdp_total
 from mpi_privopt.privacy.conversions import gaussian_exact_eps, zcdp_to_eps_tight
 from mpi_privopt.privacy.ledger import Ledger, Loss
 from mpi_privopt.privacy.release import PRIVATE, Release
@@ -59,6 +59,7 @@ def test_conversions_on_a_link_match_the_formulas():
     assert eps["exact"] == pytest.approx(gaussian_exact_eps(mu, 1e-6), rel=1e-12)
     assert eps["exact"] <= eps["tight"] <= eps["standard"]
     assert eps["pure"] is None
+    assert eps["best"] == eps["exact"] and eps["conversion"] == "exact"
 
 
 def test_laplace_reports_pure_epsilon():
@@ -68,19 +69,21 @@ def test_laplace_reports_pure_epsilon():
     eps = ledger.links[1].epsilon(1e-5)
     assert eps["pure"] == pytest.approx(1.0)
     assert eps["exact"] is None
+    assert eps["best"] == min(eps["pure"], eps["tight"])
     assert ledger.links[1].rho == pytest.approx(10 * 0.01 / 2)
 
 
 def test_budget_guard_refuses_the_release_that_would_exceed():
     budget, delta = 1.0, 1e-5
     ledger = Ledger(0, [1, 2], delta=delta, budget=budget)
-    rho_budget = calibrate_zcdp_total(budget, delta, "tight")
-    per_release = rho_budget / 3.5           # three fit, the fourth does not
-    sigma = 1.0 / math.sqrt(2 * per_release)
+    # Gaussian releases: the headline is the exact composition, mu^2 adds up.
+    mu2_budget = calibrate_gdp_mu(budget, delta) ** 2
+    sigma = 1.0 / math.sqrt(mu2_budget / 3.5)          # three fit, the fourth does not
     for n in range(1, 4):
         release = gaussian(1.0, sigma)
         ledger.admit([(release, [1, 2])], "w")
         ledger.on_release(release, [1, 2], "w", n)
+    assert ledger.total.epsilon(delta)["best"] <= budget < ledger.total.epsilon(delta)["tight"]
     with pytest.raises(PrivacyBudgetExceeded, match="over its budget") as info:
         ledger.admit([(gaussian(1.0, sigma), [1, 2])], "w")
     assert "nothing was sent" in str(info.value)
@@ -90,14 +93,28 @@ def test_budget_guard_refuses_the_release_that_would_exceed():
     ledger.admit([(Release.public(np.zeros(1)), [1])], "x")   # free
 
 
+def test_budget_guard_judges_mixed_releases_by_the_tight_conversion():
+    budget, delta = 1.0, 1e-5
+    ledger = Ledger(0, [1], delta=delta, budget=budget)
+    rho_budget = calibrate_zcdp_total(budget, delta, "tight")
+    laplace = Release(np.zeros(1), PRIVATE, LaplaceEvent(1.0, 1.0 / math.sqrt(rho_budget)))
+    ledger.admit([(laplace, [1])], "x")      # rho = rho_budget / 2
+    ledger.on_release(laplace, [1], "x", 1)
+    sigma = 1.0 / math.sqrt(rho_budget * 0.8)  # rho = 0.4 rho_budget: fits
+    ledger.admit([(gaussian(1.0, sigma), [1])], "w")
+    ledger.on_release(gaussian(1.0, sigma), [1], "w", 2)
+    with pytest.raises(PrivacyBudgetExceeded):
+        ledger.admit([(gaussian(1.0, sigma), [1])], "w")
+
+
 def test_coalition_from_the_report_equals_the_ledger():
     ledgers = [Ledger(k, [j for j in range(3) if j != k], 1e-5) for k in range(3)]
     ledgers[0].on_release(gaussian(1.0, 3.0), [1, 2], "w", 1)
     ledgers[0].on_release(gaussian(1.0, 1.5), [2], "s", 1)
     report = privacy_report([l.to_dict() for l in ledgers], 1e-5, "fast")
     for observers in ([1], [2], [1, 2]):
-        assert coalition_epsilon(report, 0, observers)["tight"] == pytest.approx(
-            ledgers[0].coalition(observers).epsilon(1e-5)["tight"])
+        assert coalition_epsilon(report, 0, observers)["best"] == pytest.approx(
+            ledgers[0].coalition(observers).epsilon(1e-5)["best"])
     assert report["agents"][0]["worst_observer"] == 2
 
 
