@@ -19,8 +19,9 @@ from .errors import UserError
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", default=None,
-                        help="a TOML file or a packaged experiment name (default: 'default')")
+    parser.add_argument("config", nargs="?", default="default",
+                        help="a TOML file or a packaged experiment name (default: 'default', "
+                             "zCDP-NFL on elastic net)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="SECTION.KEY=VALUE",
                         help="override one config value (repeatable), e.g. --set run.iterations=50")
@@ -59,7 +60,7 @@ def cmd_check(args) -> int:
           f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
     print(f"launch with: mpiexec -n {args.ranks} python -m mpi4py -m mpi_privopt run "
-          f"{args.config or ''}".rstrip())
+          f"{args.config}")
     return 0
 
 

@@ -186,8 +186,13 @@ def packaged_experiments() -> list[str]:
 
 
 def read_source(source: str | None) -> tuple[dict[str, Any], str]:
-    """Parse a TOML file or a packaged experiment; return (raw dict, description)."""
-    source = source or DEFAULT_EXPERIMENT
+    """Parse a TOML file or a packaged experiment; return (raw dict, description).
+
+    ``None`` gives the built-in defaults of every section (an empty file). The command
+    line's ``run`` without a config runs the packaged experiment ``default`` instead.
+    """
+    if source is None:
+        return {}, "built-in defaults"
     path = Path(source)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
@@ -252,7 +257,7 @@ def load_config(source: str | None = None, overrides: list[str] | None = None) -
     Parameters
     ----------
     source : str, optional
-        A TOML path or a packaged experiment name; the default experiment if None.
+        A TOML path or a packaged experiment name; the built-in defaults if None.
     overrides : list of str, optional
         ``section.key=value`` strings, applied in order after the file.
     """

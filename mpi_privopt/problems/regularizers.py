@@ -22,9 +22,13 @@ def penalty_subgradient(w: np.ndarray, l1: float, l2: float) -> np.ndarray:
     sign(0) = 0 is the minimum-norm element of the l1 subdifferential at 0, so a
     coordinate that sits exactly at zero is not pushed away by the regulariser.
     """
-    g = np.zeros_like(w, dtype=float)
-    if l1:
-        g += l1 * np.sign(w)
+    # Runs every iteration: build the result with as few array operations as the
+    # coefficients allow.
     if l2:
-        g += 2.0 * l2 * w
-    return g
+        g = (2.0 * l2) * w
+        if l1:
+            g += l1 * np.sign(w)
+        return g
+    if l1:
+        return l1 * np.sign(w)
+    return np.zeros_like(w, dtype=float)

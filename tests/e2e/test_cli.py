@@ -29,7 +29,7 @@ def single(*args):
 
 def test_run_writes_a_complete_run_directory(tmp_path):
     out = tmp_path / "run"
-    proc = mpirun(4, "run", "--set", "run.iterations=30", "--out", str(out))
+    proc = mpirun(4, "run", "admm-ridge", "--set", "run.iterations=30", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     for name in ("config.toml", "graph.edgelist", "metrics.csv", "traffic.json",
                  "models.npz", "summary.json"):
@@ -53,10 +53,25 @@ def test_run_writes_a_complete_run_directory(tmp_path):
     for words in ("accuracy curve", "bytes per link", "privacy loss per link", "inf"):
         assert words in report.stdout
     # The resolved config runs again as it is.
-    again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"), "--quiet")
+    again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"),
+                   "--quiet")
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["final_error"] == \
         summary["final_error"]
+
+
+def test_the_default_experiment_is_private_and_reports_its_links(tmp_path):
+    out = tmp_path / "run"
+    proc = mpirun(4, "run", "--set", "run.iterations=40", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["algorithm"] == "zcdp-nfl" and summary["problem"] == "elastic-net"
+    assert 0 < summary["worst_link_epsilon"] <= 10.0
+    privacy = json.loads((out / "privacy.json").read_text())
+    standard = [e for row in privacy["links"]["epsilon_standard"] for e in row if e is not None]
+    assert standard and all(e == pytest.approx(10.0, rel=1e-9) for e in standard)
+    assert summary["final_error"] < 4.0           # started at K = 4, and learned
+    assert "worst link epsilon" in proc.stdout
 
 
 def test_existing_run_directory_is_never_overwritten(tmp_path):

@@ -8,12 +8,19 @@ from mpi_privopt.config import (
 from mpi_privopt.errors import ConfigError
 
 
-def test_default_experiment_loads_with_every_section():
-    cfg = load_config()
-    assert cfg.algorithm.name == "admm"
-    assert cfg.run.iterations >= 1
-    assert set(cfg.to_dict()) == {"problem", "topology", "algorithm", "privacy", "run"}
-    assert "default" in packaged_experiments()
+def test_built_in_defaults_and_the_default_experiment():
+    base = load_config()
+    assert base.algorithm.name == "admm" and math.isinf(base.privacy.epsilon)
+    assert set(base.to_dict()) == {"problem", "topology", "algorithm", "privacy", "run"}
+    default = load_config("default")        # what `mpi_privopt run` runs without a config
+    assert default.algorithm.name == "zcdp-nfl" and default.problem.name == "elastic-net"
+    assert default.privacy.epsilon == 10.0 and default.problem.clip > 0
+    assert {"default", "admm-ridge", "dgd-ridge"} <= set(packaged_experiments())
+
+
+@pytest.mark.parametrize("name", packaged_experiments())
+def test_every_packaged_experiment_is_valid(name):
+    assert load_config(name).run.iterations >= 1
 
 
 def test_overrides_are_typed_from_toml():
