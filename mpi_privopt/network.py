@@ -127,6 +127,7 @@ class Network:
         self.comm = comm.Create_dist_graph_adjacent(
             self.in_neighbors, self.out_neighbors, reorder=False)
         self._out_index = {v: i for i, v in enumerate(self.out_neighbors)}
+        self._n_in = len(self.in_neighbors)
         self._in_set = frozenset(self.in_neighbors)
         self.meter = TrafficMeter(self.out_neighbors)
         self.listeners: list[ReleaseListener] = []
@@ -146,7 +147,7 @@ class Network:
 
     @staticmethod
     def _payload(release: Release) -> np.ndarray:
-        if not isinstance(release, Release):
+        if type(release) is not Release and not isinstance(release, Release):
             raise TypeError(
                 "the network sends only Release objects; wrap the array with a mechanism, "
                 "Release.public(...) or Release.nonprivate(...)")
@@ -157,8 +158,9 @@ class Network:
             guard.admit(outgoing, phase)
 
     def _book(self, release: Release, receivers: Sequence[int], phase: str) -> None:
+        round_ = self.round
         for listener in self.listeners:
-            listener.on_release(release, receivers, phase, self.round)
+            listener.on_release(release, receivers, phase, round_)
 
     def _observe(self, data: np.ndarray, sources: Sequence[int], phase: str) -> None:
         for listener in self.receive_listeners:
@@ -172,11 +174,13 @@ class Network:
                              for listener in self.receive_listeners]
 
     def _gather_buffer(self, payload: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        shape = (self.n_in,) + payload.shape
         if out is None:
-            return np.empty(shape, dtype=payload.dtype)
-        if out.shape != shape or out.dtype != payload.dtype or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous {payload.dtype} array of shape {shape}")
+            return np.empty((self._n_in,) + payload.shape, dtype=payload.dtype)
+        # Cheap checks only: this runs on every exchange. MPI itself refuses a
+        # non-contiguous buffer.
+        if out.size != self._n_in * payload.size or out.dtype != payload.dtype:
+            raise ValueError(f"out must be a {payload.dtype} array of shape "
+                             f"{(self._n_in,) + payload.shape}")
         return out
 
     def _stack(self, releases: Sequence[Release]) -> np.ndarray:
@@ -210,14 +214,18 @@ class Network:
 
         Returns an array of shape ``(n_in, *payload.shape)``, row i from ``in_neighbors[i]``.
         """
+        # The hot path of every iteration: helpers are inlined where it pays.
         payload = self._payload(release)
         out = self._gather_buffer(payload, out)
+        receivers = self.out_neighbors
         if self.guards:
-            self._admit([(release, self.out_neighbors)], phase)
+            self._admit([(release, receivers)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
         self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
-        self._book(release, self.out_neighbors, phase)
+        round_ = self.round
+        for listener in self.listeners:
+            listener.on_release(release, receivers, phase, round_)
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
         return out

@@ -48,6 +48,7 @@ class TrafficMeter:
 
     def __init__(self, out_neighbors: Sequence[int]) -> None:
         self.out_neighbors = list(out_neighbors)
+        self._n_out = len(self.out_neighbors)
         self._phases: dict[str, PhaseCounters] = {}
         # Time blocked in point-to-point receives; not attributable to an out-link.
         self.receive_seconds: dict[str, float] = {}
@@ -60,11 +61,11 @@ class TrafficMeter:
 
     def record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
         """Book one message of ``nbytes_per_link`` on every out-link."""
-        counters = self._counters(phase)
+        counters = self._phases.get(phase) or self._counters(phase)
         counters.all_messages += 1
         counters.all_bytes += nbytes_per_link
-        if self.out_neighbors:
-            counters.all_seconds += seconds / len(self.out_neighbors)
+        if self._n_out:
+            counters.all_seconds += seconds / self._n_out
 
     def record_link(self, phase: str, link: int, nbytes: int, seconds: float) -> None:
         """Book one message of ``nbytes`` on out-link number ``link``."""

@@ -59,11 +59,12 @@ class Loss:
     notes: list[str] = field(default_factory=list)
 
     def add(self, release: Release) -> None:
-        if release.kind == PUBLIC:
+        kind = release.kind
+        if kind == PUBLIC:
             self.public += 1
             return
         self.releases += 1
-        if release.kind == NONPRIVATE:
+        if kind == NONPRIVATE:
             self.nonprivate += 1
             if release.note and release.note not in self.notes:
                 self.notes.append(release.note)
@@ -164,7 +165,7 @@ class Ledger:
         # coalition losses are merges of groups, so booking a release costs O(1) whatever
         # the degree, and no release needs to be kept.
         self.groups: dict[tuple[int, ...], Loss] = {}
-        self._keys: dict[int, tuple[tuple[int, ...], Sequence[int]]] = {}
+        self._keys: dict[int, tuple[Loss, Sequence[int]]] = {}
         # Comparing rho against the budget's rho is exact for the tight conversion, which
         # is monotone in rho, and costs nothing per release.
         self._rho_budget = (math.inf if math.isinf(budget)
@@ -212,16 +213,17 @@ class Ledger:
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
         """Book a release that went to ``receivers``."""
-        # The network passes the same neighbour list object on every broadcast: reuse its key.
+        # The network passes the same neighbour list object on every broadcast: keep its
+        # group at hand instead of rebuilding the key.
         cached = self._keys.get(id(receivers))
         if cached is not None and cached[1] is receivers:
-            key = cached[0]
+            group = cached[0]
         else:
             key = tuple(sorted(int(j) for j in receivers))
-            self._keys[id(receivers)] = (key, receivers)
-        group = self.groups.get(key)
-        if group is None:
-            group = self.groups[key] = Loss()
+            group = self.groups.get(key)
+            if group is None:
+                group = self.groups[key] = Loss()
+            self._keys[id(receivers)] = (group, receivers)
         group.add(release)
         self.total.add(release)
 
