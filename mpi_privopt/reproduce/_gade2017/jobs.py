@@ -1,0 +1,181 @@
+"""The runs of the reproduction, and how they are launched under mpiexec.
+
+A :class:`Job` is one engine run (``mpi_privopt run`` semantics) or one attack run
+(:func:`mpi_privopt.attacks.run_attack`) of a packaged ``gade2017-*`` configuration with
+``--set`` overrides. Jobs are sent in batches to one ``mpiexec -n 5`` job each, in which
+every rank runs the batch's jobs in order (:func:`worker`): starting five Python processes
+costs more than most of these runs. A job whose directory already holds its result is not
+run again, so an interrupted reproduction resumes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+AGENTS = 5
+#: Figure 1 noise levels (the paper: "two different values"; notes A3)
+FIG1_DELTAS = (10.0, 1000.0)
+#: FS share scales on the Figure 1 problem (not in the paper)
+FIG1_SIGMAS = (0.1, 1.0)
+#: Figure 2 stand-in noise (logistic regression)
+ML_DELTA = 100.0
+ML_SIGMA = 0.1
+#: the Figure 1 objectives are attacked on X = [-1, 1]: on [-30, 30] the quartic agents are
+#: projected onto the box for the first hundreds of rounds, which tells nothing. One
+#: scenario keeps Figure 1's box, where gradients are large next to the noise.
+ATTACK_BOX = 1.0
+FIG1_BOX = 30.0
+#: (label, topology, coalition, target, box) for the attacks on the Figure 1 problem
+ATTACK_SCENARIOS = (
+    ("K5, one curious neighbour", "complete", (1,), 0, ATTACK_BOX),
+    ("K5, one curious neighbour, X = [-30, 30]", "complete", (1,), 0, FIG1_BOX),
+    ("C5, one curious neighbour", "ring", (1,), 0, ATTACK_BOX),
+    ("C5, both neighbours collude", "ring", (1, 4), 0, ATTACK_BOX),
+    ("star, the hub is curious", "star", (0,), 1, ATTACK_BOX),
+)
+#: the logistic problem has no box
+ML_ATTACK_SCENARIOS = ATTACK_SCENARIOS[0][:4] + (None,), ATTACK_SCENARIOS[3][:4] + (None,)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run: a packaged config, overrides, and (for attacks) coalition and target."""
+
+    key: str
+    config: str
+    overrides: tuple[str, ...] = ()
+    coalition: tuple[int, ...] = ()
+    target: int = -1
+    meta: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def is_attack(self) -> bool:
+        return bool(self.coalition)
+
+    @property
+    def result_file(self) -> str:
+        return "attack.json" if self.is_attack else "summary.json"
+
+
+def method_overrides(method: str, noise: float | None) -> tuple[str, ...]:
+    """The --set values selecting a noise level for a packaged method config."""
+    if method in ("rss-nb", "rss-lb"):
+        return (f"algorithm.delta={noise}",)
+    if method == "fs":
+        return (f"algorithm.sigma={noise}",)
+    return ()
+
+
+def _series(method: str, noise: float | None) -> str:
+    if noise is None:
+        return method
+    return f"{method}-{'d' if method.startswith('rss') else 's'}{noise:g}"
+
+
+def figure1_jobs(iterations: int, seeds: int) -> list[Job]:
+    """DGD once (it has no randomness), the RSS methods and FS at each level and seed."""
+    jobs = [Job("fig1/dgd", "gade2017-fig1-dgd", (f"run.iterations={iterations}",),
+                meta={"series": "dgd", "seed": 0})]
+    levels = [("rss-nb", d) for d in FIG1_DELTAS] + [("rss-lb", d) for d in FIG1_DELTAS] + \
+        [("fs", s) for s in FIG1_SIGMAS]
+    for method, noise in levels:
+        series = _series(method, noise)
+        for seed in range(seeds):
+            jobs.append(Job(f"fig1/{series}-seed{seed}", f"gade2017-fig1-{method}",
+                            method_overrides(method, noise)
+                            + (f"run.iterations={iterations}", f"run.seed={seed}"),
+                            meta={"series": series, "seed": seed}))
+    return jobs
+
+
+def figure2_jobs(train: Path, checkpoints: tuple[int, ...]) -> list[Job]:
+    """Every method on C5 and K5, one run per checkpoint (same seed: the same trajectory)."""
+    jobs = []
+    for kind in ("ring", "complete"):
+        for method in ("dgd", "rss-nb", "rss-lb", "fs"):
+            for T in checkpoints:
+                jobs.append(Job(f"fig2/{kind}-{method}-T{T}", f"gade2017-logistic-{method}",
+                                (f"problem.data={train}", f"topology.kind={kind}",
+                                 f"run.iterations={T}", f"run.eval_every={max(1, T // 100)}"),
+                                meta={"topology": kind, "method": method, "T": T}))
+    return jobs
+
+
+def attack_jobs(iterations: int, methods: list[tuple[str, float | None]],
+                train: Path | None = None) -> list[Job]:
+    """The attacks on the Figure 1 problem, and (with ``train``) on the logistic problem."""
+    jobs = []
+    problems = [("fig1", "gade2017-fig1", ATTACK_SCENARIOS, methods, ())]
+    if train is not None:
+        ml_methods = [("dgd", None), ("rss-nb", ML_DELTA), ("rss-lb", ML_DELTA), ("fs", ML_SIGMA)]
+        problems.append(("logistic", "gade2017-logistic", ML_ATTACK_SCENARIOS, ml_methods,
+                         (f"problem.data={train}",)))
+    for problem, prefix, scenarios, chosen, extra in problems:
+        for label, kind, coalition, target, box in scenarios:
+            where = () if box is None else (f"algorithm.box={box}",)
+            suffix = "" if box in (None, ATTACK_BOX) else f"-box{box:g}"
+            for method, noise in chosen:
+                series = _series(method, noise)
+                key = f"attack/{problem}-{kind}-{'-'.join(map(str, coalition))}{suffix}-{series}"
+                jobs.append(Job(key, f"{prefix}-{method}",
+                                extra + where + method_overrides(method, noise)
+                                + (f"topology.kind={kind}", f"run.iterations={iterations}",
+                                   f"run.eval_every={iterations}"),
+                                coalition=coalition, target=target,
+                                meta={"problem": problem, "scenario": label, "series": series,
+                                      "method": method, "noise": noise}))
+    return jobs
+
+
+def run_dir(out: Path, job: Job) -> Path:
+    return out / "runs" / job.key
+
+
+def launch(jobs: list[Job], out: Path, mpiexec: str, log: Callable[[str], None],
+           batch_size: int = 60) -> None:
+    """Run every job without a result yet, ``batch_size`` per mpiexec job."""
+    todo = [j for j in jobs if not (run_dir(out, j) / j.result_file).is_file()]
+    for job in todo:
+        if run_dir(out, job).exists():  # interrupted: start it again from scratch
+            shutil.rmtree(run_dir(out, job))
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start:start + batch_size]
+        batch_file = out / "runs" / f"batch-{os.getpid()}-{start}.json"
+        batch_file.parent.mkdir(parents=True, exist_ok=True)
+        batch_file.write_text(json.dumps(
+            [{**asdict(j), "out": str(run_dir(out, j))} for j in batch]))
+        cmd = [mpiexec, "-n", str(AGENTS), sys.executable, "-m", "mpi4py", "-m",
+               "mpi_privopt.reproduce.gade2017", "--worker", str(batch_file)]
+        tick = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        batch_file.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"mpiexec failed (exit {proc.returncode}) on a batch of "
+                               f"{len(batch)} runs:\n{proc.stderr[-4000:]}")
+        log(f"  {len(batch)} runs in {time.perf_counter() - tick:.0f} s "
+            f"({start + len(batch)}/{len(todo)} to do)")
+
+
+def worker(batch_file: str) -> int:
+    """Inside one MPI job: every rank runs the batch's jobs, one after the other."""
+    from mpi4py import MPI
+
+    from ...attacks import run_attack
+    from ...config import load_config
+    from ...engine import run
+
+    comm = MPI.COMM_WORLD
+    for item in json.loads(Path(batch_file).read_text()):
+        cfg = load_config(item["config"], list(item["overrides"]))
+        if item["coalition"]:
+            run_attack(cfg, list(item["coalition"]), item["target"], out=item["out"], comm=comm)
+        else:
+            run(cfg, out=item["out"], comm=comm, stream=None)
+    return 0
