@@ -55,7 +55,9 @@ def cmd_check(args) -> int:
     info = describe(graph)
     print(f"config {cfg.source}: OK for {args.ranks} ranks")
     print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")
-    print(f"  problem    {cfg.problem.name}  ({'data ' + cfg.problem.data if cfg.problem.data else 'synthetic data'})")
+    source = (f"preset {cfg.problem.preset or 'gade2017'}" if cfg.problem.name == "polynomial"
+              else f"data {cfg.problem.data}" if cfg.problem.data else "synthetic data")
+    print(f"  problem    {cfg.problem.name}  ({source})")
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
           f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
@@ -79,6 +81,8 @@ def cmd_list(args) -> int:
     print("problems (problem.name):")
     for name, spec in PROBLEMS.items():
         print(f"  {name:<16} loss {spec.loss.name}, l1 {spec.l1}, l2 {spec.l2}")
+    from .problems.polynomial_presets import PRESETS
+    print(f"  {'polynomial':<16} polynomial objectives, problem.preset: {', '.join(PRESETS)}")
     print("packaged experiments (run by name):")
     print("  " + ", ".join(packaged_experiments()))
     from .reproduce import available
@@ -173,6 +177,11 @@ def main(argv: list[str] | None = None) -> None:
 def _world():
     from mpi4py import MPI
     return MPI.COMM_WORLD
+
+
+def fail_user(err: UserError) -> None:
+    """Print a user error once and exit non-zero on every rank without a hang."""
+    _fail_user(err)
 
 
 def _fail_user(err: UserError) -> None:

@@ -246,8 +246,11 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     if report:
         summary["algorithm_report"] = report
     if not algorithm_cls.private:
-        summary["privacy_note"] = ("non-private algorithm: every message is sent in the clear, "
-                                   "so each link's privacy loss is unbounded (inf)")
+        summary["privacy_note"] = (
+            "; ".join(privacy["notes"]) + " (no differential-privacy guarantee: each link's "
+            "loss is reported as unbounded, inf)" if privacy["notes"] else
+            "non-private algorithm: every message is sent in the clear, so each link's "
+            "privacy loss is unbounded (inf)")
     directory.write_traffic(traffic, receive_seconds)
     directory.write_privacy(privacy)
     directory.write_models(final_models, reference.w)

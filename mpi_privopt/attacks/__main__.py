@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..cli import _fail_user
+    from ..cli import fail_user
     from ..collective import agree
     from ..config import load_config
     from ..errors import UserError
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = agree(MPI.COMM_WORLD, lambda: load_config(args.config, args.overrides))
         report = run_attack(cfg, args.coalition, args.target, out=args.out)
     except UserError as err:
-        _fail_user(err)
+        fail_user(err)
         return 2
     if report is not None and not args.quiet:
         print(json.dumps(report, indent=2))
