@@ -4,6 +4,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
+from mpi_privopt.privacy.conversions import zcdp_to_eps_tight
 from scipy import optimize
 
 from mpi_privopt.algorithms import ALGORITHMS
@@ -144,8 +146,13 @@ def test_reproduction_non_private_specs(method):
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 10.0, 100.0])
-def test_exact_runs_are_launched_as_the_identical_tight_runs(eps):
-    launched = g24.exact_as_tight(eps, 200)
+def test_exact_runs_are_launched_with_the_exact_conversion(eps):
+    spec = g24.make_spec("elastic-net", "zcdp-nfl-exact", eps, 1000, 200, 1)
+    assert "algorithm.conversion=exact" in spec.overrides
+    assert f"privacy.epsilon={eps!r}" in spec.overrides and spec.launched_epsilon == eps
+    # The committed figures launched the same runs as tight runs at tight(Phi_exact(eps)):
+    # the same total zCDP, hence the same phi^(1) and the same noise.
+    launched = zcdp_to_eps_tight(calibrate_zcdp_total(eps, g24.DELTA, "exact"), g24.DELTA)
     assert launched > eps
     total = calibrate_zcdp_total(launched, g24.DELTA, "tight")
     assert total == pytest.approx(calibrate_zcdp_total(eps, g24.DELTA, "exact"), rel=1e-12)
