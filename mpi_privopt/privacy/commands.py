@@ -10,7 +10,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import ConfigError
 from .accountants import GaussianEvent, LaplaceEvent, epsilon_all

@@ -10,6 +10,20 @@ import importlib
 import pkgutil
 
 
+def find_mpiexec(given: str | None, name: str) -> str:
+    """The mpiexec a reproduction launches its runs with: ``given``, else the one on PATH."""
+    import shutil
+
+    from ..errors import ConfigError
+
+    mpiexec = given or shutil.which("mpiexec")
+    if mpiexec is None:
+        raise ConfigError(f"reproduce {name}: no mpiexec on PATH",
+                          "install the mpich extra (pip install 'mpi_privopt[mpich]'), load "
+                          "the site's MPI, or give --mpiexec")
+    return mpiexec
+
+
 def available() -> list[str]:
     """Names of the reproductions shipped in this package."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from . import find_mpiexec
 from ._gade2017 import figures
 from ._gade2017.data import write_breast_cancer
 from ._gade2017.jobs import (FIG1_DELTAS, FIG1_SIGMAS, attack_jobs, figure1_jobs,
@@ -81,11 +81,7 @@ def main(argv: list[str]) -> int:
     plan = dict(QUICK if args.quick else FULL)
     plan["iterations"] = args.iterations or plan["iterations"]
     plan["seeds"] = args.seeds or plan["seeds"]
-    mpiexec = args.mpiexec or shutil.which("mpiexec")
-    if mpiexec is None:
-        print("reproduce gade2017: no mpiexec on PATH (install the mpich extra or give "
-              "--mpiexec)", file=sys.stderr)
-        return 2
+    mpiexec = find_mpiexec(args.mpiexec, "gade2017")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -48,11 +48,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from . import find_mpiexec
 
 DELTA = 1e-5
 TAU = 0.99
@@ -520,11 +521,7 @@ def main(argv: list[str]) -> int:
         args.epsilons, args.learning_epsilons = (1.0, 100.0), (100.0,)
         args.step_grid = (0.05, 0.1, 0.2)
     args.learning_epsilons = tuple(e for e in args.learning_epsilons if e in args.epsilons)
-    mpiexec = args.mpiexec or shutil.which("mpiexec")
-    if mpiexec is None:
-        print("reproduce gauthier2024: no mpiexec on PATH (install the mpich extra or give "
-              "--mpiexec)", file=sys.stderr)
-        return 2
+    mpiexec = find_mpiexec(args.mpiexec, "gauthier2024")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
