@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 
 from .network import Network
+from .topology import metropolis_row
 
 
 @dataclass
@@ -52,3 +53,12 @@ class Agent:
     @property
     def degree(self) -> int:
         return len(self.net.out_neighbors)
+
+    def mixing_row(self) -> tuple[float, np.ndarray]:
+        """This agent's Metropolis weights: (self weight, weights of ``net.in_neighbors``).
+
+        Computed from its own and its neighbours' degrees (the graph is public), by the
+        ``topology.weights`` rule.
+        """
+        return metropolis_row(self.id, self.net.in_neighbors, dict(self.graph.degree()),
+                              self.weights)

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..privacy.release import Release
-from ..topology import metropolis_row
 from .base import Algorithm, register
 from .steps import step_size
 
@@ -109,9 +108,7 @@ class DGD(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         net = agent.net
-        degrees = dict(agent.graph.degree())
-        self.self_weight, self.neighbor_weights = metropolis_row(
-            agent.id, net.in_neighbors, degrees, agent.weights)
+        self.self_weight, self.neighbor_weights = agent.mixing_row()
         self.x = initial_point(agent, params.init, params.box)
         self._received = np.empty((net.n_in, agent.problem.n_features))
         #: the function whose gradient the agent follows (FS replaces it by f-hat)

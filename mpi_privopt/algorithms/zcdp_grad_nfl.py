@@ -5,7 +5,6 @@ import dataclasses
 
 import numpy as np
 
-from ..topology import metropolis_row
 from .base import Algorithm, register
 from .steps import step_size
 from .zcdp_nfl import PerturbedRelease, ZCDPParams
@@ -57,9 +56,7 @@ class ZCDPGradNFL(PerturbedRelease, Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         net = agent.net
-        degrees = dict(agent.graph.degree())
-        self.self_weight, self.neighbor_weights = metropolis_row(
-            agent.id, net.in_neighbors, degrees, agent.weights)
+        self.self_weight, self.neighbor_weights = agent.mixing_row()
         p = agent.problem.n_features
         self.w = np.zeros(p)
         self.wt = np.zeros(p)
