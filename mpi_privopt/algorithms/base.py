@@ -52,6 +52,12 @@ class Algorithm(ABC):
 
     #: Params fields that must be strictly positive.
     positive: ClassVar[tuple[str, ...]] = ()
+    #: Params fields that name one of a few options, with the options; a field is checked
+    #: only where the method's Params has it.
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "schedule": SCHEDULES,
+        "conversion": ("standard", "tight", "exact"),
+    }
 
     @classmethod
     def validate(cls, params: "Algorithm.Params") -> None:
@@ -61,10 +67,11 @@ class Algorithm(ABC):
             if not value > 0:
                 raise ConfigError(f"algorithm.{key} = {value} must be positive for {cls.name!r}",
                                   f"set algorithm.{key} to a value > 0")
-        schedule = getattr(params, "schedule", None)
-        if schedule is not None and schedule not in SCHEDULES:
-            raise ConfigError(f"algorithm.schedule = {schedule!r} is unknown",
-                              f"valid schedules: {', '.join(SCHEDULES)}")
+        for key, options in cls.choices.items():
+            value = getattr(params, key, None)
+            if value is not None and value not in options:
+                raise ConfigError(f"algorithm.{key} = {value!r} is unknown for {cls.name!r}",
+                                  f"valid: {', '.join(options)}")
 
     @classmethod
     def validate_config(cls, cfg) -> None:

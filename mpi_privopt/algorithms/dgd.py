@@ -44,9 +44,6 @@ def validate_box_and_init(name: str, params) -> None:
     if not params.box > 0:
         raise ConfigError(f"algorithm.box = {params.box} must be positive for {name!r}",
                           "give the half-width of the box X = [-box, box]^D, or inf for none")
-    if params.init not in INITS:
-        raise ConfigError(f"algorithm.init = {params.init!r} is unknown",
-                          f"valid: {', '.join(INITS)}")
     if params.init != "zero" and not math.isfinite(params.box):
         raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
                           "set algorithm.box (the initial points are placed in the box)")
@@ -94,6 +91,7 @@ class DGD(Algorithm):
         init: str = "zero"
 
     positive = ("step",)
+    choices = {**Algorithm.choices, "init": INITS, "gradient_at": GRADIENT_POINTS}
     #: the note the ledger keeps with phase "x" releases
     release_note: ClassVar[str] = ""
 
@@ -101,9 +99,6 @@ class DGD(Algorithm):
     def validate(cls, params) -> None:
         super().validate(params)
         validate_box_and_init(cls.name, params)
-        if params.gradient_at not in GRADIENT_POINTS:
-            raise ConfigError(f"algorithm.gradient_at = {params.gradient_at!r} is unknown",
-                              f"valid: {', '.join(GRADIENT_POINTS)}")
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -57,12 +57,7 @@ class EpsDeltaNFL(ZCDPNFL):
         schedule: str = "sqrt"
         mechanism: str = "classical"
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        if params.mechanism not in MECHANISMS:
-            raise ConfigError(f"algorithm.mechanism = {params.mechanism!r} is unknown",
-                              "use classical (Dwork-Roth, needs every eps_n < 1) or analytic")
+    choices = {**ZCDPNFL.choices, "mechanism": MECHANISMS}
 
     @classmethod
     def validate_config(cls, cfg) -> None:

@@ -88,9 +88,6 @@ class _StructuredRandomization(DGD):
         if params.adversaries < 0:
             raise ConfigError(f"algorithm.adversaries = {params.adversaries} must be >= 0",
                               "the number f of colluding agents the certificate is checked for")
-        if params.noise not in cls.distributions:
-            raise ConfigError(f"algorithm.noise = {params.noise!r} is unknown for {cls.name}",
-                              f"valid: {', '.join(cls.distributions)}")
 
     def report(self) -> dict:
         return certificate_report(self.agent, self.params.adversaries, self.scope)
@@ -124,6 +121,7 @@ class RSSNB(_StructuredRandomization):
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
     distributions = NB_DISTRIBUTIONS
+    choices = {**DGD.choices, "noise": NB_DISTRIBUTIONS}
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -180,17 +178,11 @@ class RSSLB(_StructuredRandomization):
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
     distributions = LB_DISTRIBUTIONS
+    choices = {**DGD.choices, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
 
     @dataclasses.dataclass
     class Params(RSSParams):
         scale: str = "random"
-
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        if params.scale not in LB_SCALES:
-            raise ConfigError(f"algorithm.scale = {params.scale!r} is unknown",
-                              f"valid: {', '.join(LB_SCALES)}")
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -72,10 +72,6 @@ class PerturbedRelease:
         if params.horizon < 0:
             raise ConfigError(f"algorithm.horizon = {params.horizon} must be >= 0",
                               "give the T to calibrate over, or 0 for run.iterations")
-        conversion = getattr(params, "conversion", "standard")
-        if conversion not in ("standard", "tight", "exact"):
-            raise ConfigError(f"algorithm.conversion = {conversion!r} is unknown",
-                              "use standard (the paper's Bun-Steinke), tight or exact")
 
     @classmethod
     def validate_config(cls, cfg) -> None:

@@ -119,3 +119,21 @@ def test_a_valid_private_config_loads():
     cfg = load_config(None, ["algorithm.name=zcdp-nfl", "problem.clip=1.0",
                              "privacy.epsilon=2.0", "privacy.noise=secure"])
     assert cfg.algorithm.params.tau == 0.99 and cfg.privacy.noise == "secure"
+
+
+def _choice_fields():
+    import dataclasses
+    from mpi_privopt.algorithms import ALGORITHMS
+    for name, cls in sorted(ALGORITHMS.items()):
+        fields = {f.name for f in dataclasses.fields(cls.Params)}
+        for key in sorted(set(cls.choices) & fields):
+            yield name, key
+
+
+@pytest.mark.parametrize("name,key", list(_choice_fields()))
+def test_every_option_field_is_checked(name, key):
+    from mpi_privopt.algorithms import ALGORITHMS
+    cls = ALGORITHMS[name]
+    params = cls.Params(**{key: "no-such-option"})
+    with pytest.raises(ConfigError, match=f"algorithm.{key} = 'no-such-option' is unknown"):
+        cls.validate(params)
