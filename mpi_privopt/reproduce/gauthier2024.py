@@ -45,7 +45,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import find_mpiexec
+from . import find_mpiexec, run_batch
 
 DELTA = 1e-5
 TAU = 0.99
@@ -212,21 +211,13 @@ def launch(specs: list[Spec], out: Path, ranks: int, mpiexec: str, log) -> None:
     batches = [todo[i:i + BATCH_RUNS] for i in range(0, len(todo), BATCH_RUNS)]
     done = len(specs) - len(todo)
     for b, batch in enumerate(batches, 1):
-        batch_file = out / "runs" / f"batch-{os.getpid()}-{b}.json"
-        batch_file.parent.mkdir(parents=True, exist_ok=True)
-        batch_file.write_text(json.dumps(
-            [{"overrides": s.overrides, "out": str(run_dir(out, s))} for s in batch]))
-        cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m",
-               "mpi_privopt.reproduce.gauthier2024", "--worker", str(batch_file)]
-        tick = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        batch_file.unlink(missing_ok=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"mpiexec batch {b}/{len(batches)} failed "
-                               f"(exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        seconds = run_batch(
+            mpiexec, ranks, "mpi_privopt.reproduce.gauthier2024",
+            [{"overrides": s.overrides, "out": str(run_dir(out, s))} for s in batch],
+            out / "runs" / f"batch-{os.getpid()}-{b}.json")
         done += len(batch)
         log(f"  batch {b}/{len(batches)}: {len(batch)} runs on {ranks} ranks in "
-            f"{time.perf_counter() - tick:.0f} s ({done}/{len(specs)} done)")
+            f"{seconds:.0f} s ({done}/{len(specs)} done)")
 
 
 def worker(batch_file: str) -> int:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from .. import run_batch
 
 AGENTS = 5
 #: Figure 1 noise levels (the paper: "two different values"; notes A3)
@@ -147,19 +146,10 @@ def launch(jobs: list[Job], out: Path, mpiexec: str, log: Callable[[str], None],
             shutil.rmtree(run_dir(out, job))
     for start in range(0, len(todo), batch_size):
         batch = todo[start:start + batch_size]
-        batch_file = out / "runs" / f"batch-{os.getpid()}-{start}.json"
-        batch_file.parent.mkdir(parents=True, exist_ok=True)
-        batch_file.write_text(json.dumps(
-            [{**asdict(j), "out": str(run_dir(out, j))} for j in batch]))
-        cmd = [mpiexec, "-n", str(AGENTS), sys.executable, "-m", "mpi4py", "-m",
-               "mpi_privopt.reproduce.gade2017", "--worker", str(batch_file)]
-        tick = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        batch_file.unlink(missing_ok=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"mpiexec failed (exit {proc.returncode}) on a batch of "
-                               f"{len(batch)} runs:\n{proc.stderr[-4000:]}")
-        log(f"  {len(batch)} runs in {time.perf_counter() - tick:.0f} s "
+        seconds = run_batch(mpiexec, AGENTS, "mpi_privopt.reproduce.gade2017",
+                            [{**asdict(j), "out": str(run_dir(out, j))} for j in batch],
+                            out / "runs" / f"batch-{os.getpid()}-{start}.json")
+        log(f"  {len(batch)} runs in {seconds:.0f} s "
             f"({start + len(batch)}/{len(todo)} to do)")
 
 
