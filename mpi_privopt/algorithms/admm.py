@@ -55,6 +55,9 @@ class LinearizedADMM(Algorithm):
         self.wt = np.zeros(p)
         self.gamma = np.zeros(p)
         self._received = np.zeros((agent.net.n_in, p))
+        # sum_l wt_l: needed by the dual update at the end of iteration n and by the primal
+        # update at the start of n+1; summed once when the values arrive.
+        self.neighbour_sum = np.zeros(p)
         self.degree = agent.net.n_in
 
     def perturb(self, w: np.ndarray, n: int, eta: float) -> Release:
@@ -65,12 +68,13 @@ class LinearizedADMM(Algorithm):
         rho, d = self.params.rho, self.degree
         eta = step_size(self.params.schedule, self.params.eta, n)
         g = self.agent.problem.subgradient(self.wt)
-        disagreement = d * self.wt - self._received.sum(axis=0)
+        disagreement = d * self.wt - self.neighbour_sum
         self.w = self.wt - (g + self.gamma + rho * disagreement) / (1.0 / eta + 2.0 * rho * d)
         release = self.perturb(self.w, n, eta)
         self.wt = release.payload
         received = self.agent.net.broadcast(release, "w", out=self._received)
-        self.gamma = self.gamma + rho * (d * self.wt - received.sum(axis=0))
+        self.neighbour_sum = received.sum(axis=0)
+        self.gamma = self.gamma + rho * (d * self.wt - self.neighbour_sum)
 
     @property
     def estimate(self) -> np.ndarray:

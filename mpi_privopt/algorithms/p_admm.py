@@ -141,9 +141,10 @@ class PADMM(ZCDPNFL):
 
     def step(self, n: int) -> None:
         rho, d = self.params.rho, self.degree
-        consensus = d * self.wt + self._received.sum(axis=0)  # 2 sum_l (wt_k + wt_l)/2
+        consensus = d * self.wt + self.neighbour_sum  # 2 sum_l (wt_k + wt_l)/2
         self.w = self.local_minimiser(self.wt, self.gamma - rho * consensus)
         release = self.release_iterate(self.w, n, self.sensitivity())
         self.wt = release.payload
         received = self.agent.net.broadcast(release, "w", out=self._received)
-        self.gamma = self.gamma + rho * (d * self.wt - received.sum(axis=0))
+        self.neighbour_sum = received.sum(axis=0)
+        self.gamma = self.gamma + rho * (d * self.wt - self.neighbour_sum)
