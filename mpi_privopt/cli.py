@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="payload sizes in doubles, comma-separated")
     p.add_argument("--repeats", type=int, default=0,
                    help="exchanges per size (0: chosen per size)")
-    p.add_argument("--iterations", type=int, default=2000,
+    p.add_argument("--iterations", type=int, default=5000,
                    help="iterations for the DGD comparison")
     p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")

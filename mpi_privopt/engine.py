@@ -133,7 +133,7 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
     # The ledger sees every release on the same send path as the traffic meter; with a
     # budget it also refuses a release before it leaves the agent.
     ledger = Ledger(rank, out_nbrs, cfg.privacy.delta, cfg.privacy.epsilon)
-    net.listeners.append(ledger)
+    net.add_listener(ledger)
     if math.isfinite(cfg.privacy.epsilon):
         net.guards.append(ledger)
     rng = np.random.default_rng(np.random.SeedSequence(cfg.run.seed).spawn(n_agents)[rank])

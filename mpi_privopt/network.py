@@ -130,10 +130,42 @@ class Network:
         self._n_in = len(self.in_neighbors)
         self._in_set = frozenset(self.in_neighbors)
         self.meter = TrafficMeter(self.out_neighbors)
-        self.listeners: list[ReleaseListener] = []
+        # Each phase's counters, kept at hand for the per-iteration exchange.
+        self._phase_counters: dict = {}
+        # One receiver tuple per out-neighbour, reused by every single-link booking, so
+        # listeners can recognise a receiver set by identity instead of rebuilding it.
+        self._single = {v: (v,) for v in self.out_neighbors}
+        self._listeners: list[ReleaseListener] = []
+        # What a broadcast calls to book its release with every listener: made once
+        # (see _broadcast_books), since a broadcast always goes to the same receivers.
+        self._books: tuple | None = None
         self.receive_listeners: list[ReceiveListener] = []
         self.guards: list[SendGuard] = []
         self.round = 0
+
+    @property
+    def listeners(self) -> tuple[ReleaseListener, ...]:
+        """Who is told of every release (:meth:`add_listener` adds one)."""
+        return tuple(self._listeners)
+
+    def add_listener(self, listener: ReleaseListener) -> None:
+        """Tell ``listener`` of every release from now on (the privacy ledger, a recorder)."""
+        self._listeners.append(listener)
+        self._books = None
+
+    def _broadcast_books(self) -> tuple:
+        """One booking function per listener for releases to all out-neighbours.
+
+        A listener with a ``booker(receivers)`` method hands out a function that books a
+        release to those receivers directly (the ledger: the add of the receivers'
+        group), which saves the per-release lookup of ``on_release``. When some
+        listener has none, the result is empty and broadcasts call ``on_release``.
+        """
+        if self._books is None:
+            listeners = self._listeners
+            self._books = (tuple(l.booker(self.out_neighbors) for l in listeners)
+                           if all(hasattr(l, "booker") for l in listeners) else ())
+        return self._books
 
     @property
     def n_in(self) -> int:
@@ -159,7 +191,7 @@ class Network:
 
     def _book(self, release: Release, receivers: Sequence[int], phase: str) -> None:
         round_ = self.round
-        for listener in self.listeners:
+        for listener in self._listeners:
             listener.on_release(release, receivers, phase, round_)
 
     def _observe(self, data: np.ndarray, sources: Sequence[int], phase: str) -> None:
@@ -190,8 +222,15 @@ class Network:
         return np.stack([self._payload(r) for r in releases])
 
     def _book_each(self, releases: Sequence[Release], phase: str) -> None:
+        single = self._single
         for release, dest in zip(releases, self.out_neighbors):
-            self._book(release, (dest,), phase)
+            self._book(release, single[dest], phase)
+
+    def _record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
+        counters = self._phase_counters.get(phase)
+        if counters is None:
+            counters = self._phase_counters[phase] = self.meter.counters(phase)
+        counters.record_all(nbytes_per_link, seconds)
 
     def _link(self, dest: int) -> int:
         try:
@@ -214,18 +253,32 @@ class Network:
 
         Returns an array of shape ``(n_in, *payload.shape)``, row i from ``in_neighbors[i]``.
         """
-        # The hot path of every iteration: helpers are inlined where it pays.
-        payload = self._payload(release)
-        out = self._gather_buffer(payload, out)
+        # The hot path of every iteration, so the helpers are inlined: the checks below
+        # are the cheap forms of _payload and _gather_buffer, which run only when a
+        # cheap check fails (and then raise, or allocate the buffer).
+        payload = release.payload if release.__class__ is Release else self._payload(release)
+        if out is None or out.dtype is not payload.dtype or out.size != self._n_in * payload.size:
+            out = self._gather_buffer(payload, out)
         receivers = self.out_neighbors
         if self.guards:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
-        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
-        round_ = self.round
-        for listener in self.listeners:
-            listener.on_release(release, receivers, phase, round_)
+        elapsed = perf_counter() - start
+        counters = self._phase_counters.get(phase)
+        if counters is None:
+            counters = self._phase_counters[phase] = self.meter.counters(phase)
+        counters.all_messages += 1
+        counters.all_bytes += payload.nbytes
+        counters.all_seconds += elapsed
+        books = self._books
+        if books is None:
+            books = self._broadcast_books()
+        if books:
+            for book in books:
+                book(release)
+        elif self._listeners:
+            self._book(release, receivers, phase)
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
         return out
@@ -241,7 +294,7 @@ class Network:
             self._admit([(release, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_allgather(payload, out)
-        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
+        self._record_all(phase, payload.nbytes, perf_counter() - start)
         self._book(release, self.out_neighbors, phase)
         return PendingExchange(request, out, self.meter, phase, None, keep=payload,
                                on_done=self._observer_for(self.in_neighbors, phase))
@@ -260,7 +313,7 @@ class Network:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         self.comm.Neighbor_alltoall(sendbuf, out)
-        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self._record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
@@ -275,7 +328,7 @@ class Network:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_alltoall(sendbuf, out)
-        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self._record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         return PendingExchange(request, out, self.meter, phase, None, keep=sendbuf,
                                on_done=self._observer_for(self.in_neighbors, phase))
@@ -287,22 +340,22 @@ class Network:
         link = self._link(dest)
         payload = self._payload(release)
         if self.guards:
-            self._admit([(release, (dest,))], phase)
+            self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
         self.comm.Send(payload, dest=dest, tag=_phase_tag(phase))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
-        self._book(release, (dest,), phase)
+        self._book(release, self._single[dest], phase)
 
     def isend(self, dest: int, release: Release, phase: str) -> PendingExchange:
         """Nonblocking :meth:`send`."""
         link = self._link(dest)
         payload = self._payload(release)
         if self.guards:
-            self._admit([(release, (dest,))], phase)
+            self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
         request = self.comm.Isend(payload, dest=dest, tag=_phase_tag(phase))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
-        self._book(release, (dest,), phase)
+        self._book(release, self._single[dest], phase)
         return PendingExchange(request, None, self.meter, phase, [link], keep=payload)
 
     def recv(self, source: int, out: np.ndarray, phase: str) -> np.ndarray:

@@ -19,12 +19,16 @@ class PhaseCounters:
     """Counters of one phase: per out-link arrays, plus what every link received alike.
 
     A neighbour collective books the same message on every out-link; keeping that as
-    three scalars makes the per-call cost a few float additions whatever the degree.
+    three scalars makes the per-call cost a few additions whatever the degree. Such a
+    call's seconds serve all out-links at once: ``all_seconds`` holds the calls' total,
+    split evenly over the links when read.
     """
 
-    __slots__ = ("messages", "bytes", "seconds", "all_messages", "all_bytes", "all_seconds")
+    __slots__ = ("n_links", "messages", "bytes", "seconds",
+                 "all_messages", "all_bytes", "all_seconds")
 
     def __init__(self, n_links: int) -> None:
+        self.n_links = n_links
         self.messages = np.zeros(n_links, dtype=np.int64)
         self.bytes = np.zeros(n_links, dtype=np.int64)
         self.seconds = np.zeros(n_links, dtype=np.float64)
@@ -32,9 +36,18 @@ class PhaseCounters:
         self.all_bytes = 0
         self.all_seconds = 0.0
 
+    def record_all(self, nbytes_per_link: int, seconds: float) -> None:
+        """One message of ``nbytes_per_link`` on every out-link, ``seconds`` in MPI."""
+        self.all_messages += 1
+        self.all_bytes += nbytes_per_link
+        self.all_seconds += seconds
+
     def per_link(self, name: str) -> np.ndarray:
         """Totals per out-link of ``messages``, ``bytes`` or ``seconds``."""
-        return getattr(self, name) + getattr(self, "all_" + name)
+        shared = getattr(self, "all_" + name)
+        if name == "seconds":
+            shared = shared / self.n_links if self.n_links else 0.0
+        return getattr(self, name) + shared
 
 
 class TrafficMeter:
@@ -48,12 +61,12 @@ class TrafficMeter:
 
     def __init__(self, out_neighbors: Sequence[int]) -> None:
         self.out_neighbors = list(out_neighbors)
-        self._n_out = len(self.out_neighbors)
         self._phases: dict[str, PhaseCounters] = {}
         # Time blocked in point-to-point receives; not attributable to an out-link.
         self.receive_seconds: dict[str, float] = {}
 
-    def _counters(self, phase: str) -> PhaseCounters:
+    def counters(self, phase: str) -> PhaseCounters:
+        """The counters of ``phase`` (created on first use); callers on a hot path keep them."""
         counters = self._phases.get(phase)
         if counters is None:
             counters = self._phases[phase] = PhaseCounters(len(self.out_neighbors))
@@ -61,25 +74,20 @@ class TrafficMeter:
 
     def record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
         """Book one message of ``nbytes_per_link`` on every out-link."""
-        counters = self._phases.get(phase) or self._counters(phase)
-        counters.all_messages += 1
-        counters.all_bytes += nbytes_per_link
-        if self._n_out:
-            counters.all_seconds += seconds / self._n_out
+        self.counters(phase).record_all(nbytes_per_link, seconds)
 
     def record_link(self, phase: str, link: int, nbytes: int, seconds: float) -> None:
         """Book one message of ``nbytes`` on out-link number ``link``."""
-        counters = self._counters(phase)
+        counters = self.counters(phase)
         counters.messages[link] += 1
         counters.bytes[link] += nbytes
         counters.seconds[link] += seconds
 
     def record_time(self, phase: str, seconds: float, links: Sequence[int] | None = None) -> None:
         """Add time spent waiting in MPI (for example completing a nonblocking call)."""
-        counters = self._counters(phase)
+        counters = self.counters(phase)
         if links is None:
-            if self.out_neighbors:
-                counters.all_seconds += seconds / len(self.out_neighbors)
+            counters.all_seconds += seconds
         else:
             counters.seconds[list(links)] += seconds / max(len(links), 1)
 

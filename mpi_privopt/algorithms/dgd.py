@@ -110,6 +110,10 @@ class DGD(Algorithm):
         self.objective = agent.problem
         #: where the last gradient was taken (v_k, or x_k for gradient_at = "own")
         self.gradient_point = self.x
+        # Fixed for the run; read once here rather than on every step.
+        self._broadcast = net.broadcast
+        self._fused = self.fused_gradient
+        self._projected = math.isfinite(params.box)
 
     @property
     def fused_gradient(self) -> bool:
@@ -118,21 +122,21 @@ class DGD(Algorithm):
 
     def fuse(self, n: int, alpha: float) -> np.ndarray:
         """Phase "x": broadcast x, return sum_l W_kl x_l over N_k U {k}."""
-        received = self.agent.net.broadcast(Release.nonprivate(self.x, note=self.release_note),
-                                            "x", out=self._received)
+        received = self._broadcast(Release.nonprivate(self.x, self.release_note), "x",
+                                   self._received)
         return self.self_weight * self.x + self.neighbor_weights @ received
 
     def step(self, n: int) -> None:
         alpha = step_size(self.params.schedule, self.params.step, n)
-        if self.fused_gradient:
+        if self._fused:
             v = self.fuse(n, alpha)
             self.gradient_point = v
-            self.x = project_box(v - alpha * self.objective.subgradient(v), self.params.box)
+            x = v - alpha * self.objective.subgradient(v)
         else:
             self.gradient_point = self.x
             fused = self.fuse(n, alpha)
-            gradient = self.objective.subgradient(self.gradient_point)
-            self.x = project_box(fused - alpha * gradient, self.params.box)
+            x = fused - alpha * self.objective.subgradient(self.gradient_point)
+        self.x = project_box(x, self.params.box) if self._projected else x
 
     @property
     def estimate(self) -> np.ndarray:

@@ -145,7 +145,7 @@ def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None =
         if agent.id in coalition:
             recorder = LinkRecorder(agent.id)
             agent.net.receive_listeners.append(recorder)
-            agent.net.listeners.append(recorder)
+            agent.net.add_listener(recorder)
         if agent.id == target:
             probe = TargetProbe(agent, algorithm)
             problem = agent.problem

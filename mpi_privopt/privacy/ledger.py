@@ -18,7 +18,7 @@ adds nothing. The ledger knows nothing of MPI.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..errors import PrivacyBudgetExceeded
@@ -26,6 +26,10 @@ from .accountants import GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEve
 from .calibration import calibrate_gdp_mu, calibrate_zcdp_total
 from .conversions import gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight
 from .release import NONPRIVATE, PUBLIC, Release
+
+#: receiver objects the ledger recognises by identity (a network has at most one per
+#: neighbour plus its neighbour list)
+_IDENTITY_CACHE_SIZE = 1024
 
 
 @dataclass
@@ -160,12 +164,14 @@ class Ledger:
         self.neighbours = sorted(int(j) for j in neighbours)
         self.delta = delta
         self.budget = budget
-        self.total = Loss()
-        # Releases grouped by the exact set of neighbours that received them. Per-link and
-        # coalition losses are merges of groups, so booking a release costs O(1) whatever
-        # the degree, and no release needs to be kept.
+        # Releases grouped by the exact set of neighbours that received them. Every
+        # release is in exactly one group, so the total, per-link and coalition losses
+        # are merges of groups: booking a release is one addition whatever the degree,
+        # and no release needs to be kept.
         self.groups: dict[tuple[int, ...], Loss] = {}
         self._keys: dict[int, tuple[Loss, Sequence[int]]] = {}
+        self._last_receivers: Sequence[int] | None = None
+        self._last_group: Loss | None = None
         # Comparing rho against the budget's rho is exact for the tight conversion, which
         # is monotone in rho, and costs nothing per release.
         self._rho_budget = (math.inf if math.isinf(budget)
@@ -173,6 +179,14 @@ class Ledger:
         # Likewise for the exact Gaussian composition: mu^2 is monotone in epsilon.
         self._mu2_budget = (math.inf if math.isinf(budget)
                             else calibrate_gdp_mu(budget, delta) ** 2)
+
+    @property
+    def total(self) -> Loss:
+        """The loss to all observers together: every distinct release, each once."""
+        total = Loss()
+        for group in self.groups.values():
+            total.merge(group)
+        return total
 
     @property
     def links(self) -> dict[int, Loss]:
@@ -188,8 +202,9 @@ class Ledger:
         """
         if math.isinf(self.budget):
             return
+        spent = self.total
         after = Loss()
-        after.merge(self.total)
+        after.merge(spent)
         for release, _ in outgoing:
             after.add(release)
         # The budget is judged by the headline (best valid) conversion, the number
@@ -202,10 +217,9 @@ class Ledger:
         if not within:
             eps = after.epsilon(self.delta)["best"]
             if eps > self.budget:
-                spent = self.total.epsilon(self.delta)["best"]
                 raise PrivacyBudgetExceeded(
                     f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
-                    f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
+                    f"loss from epsilon {spent.epsilon(self.delta)['best']:.4g} to {eps:.4g} at delta {self.delta:g}, over "
                     f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
                     "raise privacy.epsilon, add noise, or run fewer iterations "
                     "(what was measured so far is in the run directory)")
@@ -213,19 +227,39 @@ class Ledger:
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
         """Book a release that went to ``receivers``."""
-        # The network passes the same neighbour list object on every broadcast: keep its
-        # group at hand instead of rebuilding the key.
+        # The network passes the same receiver object for the same links every time
+        # (one tuple per neighbour): recognise it by identity instead of rebuilding the
+        # key on every release.
+        if receivers is self._last_receivers:
+            self._last_group.add(release)
+            return
+        group = self._group_for(receivers)
+        self._last_receivers, self._last_group = receivers, group
+        group.add(release)
+
+    def booker(self, receivers: Sequence[int]) -> Callable[[Release], None]:
+        """The function that books a release sent to ``receivers``.
+
+        For a sender that always reaches the same receivers (a broadcast): it skips the
+        receiver lookup of :meth:`on_release`.
+        """
+        return self._group_for(receivers).add
+
+    def _group_for(self, receivers: Sequence[int]) -> Loss:
         cached = self._keys.get(id(receivers))
         if cached is not None and cached[1] is receivers:
-            group = cached[0]
-        else:
-            key = tuple(sorted(int(j) for j in receivers))
-            group = self.groups.get(key)
-            if group is None:
-                group = self.groups[key] = Loss()
-            self._keys[id(receivers)] = (group, receivers)
-        group.add(release)
-        self.total.add(release)
+            return cached[0]
+        key = tuple(sorted(int(j) for j in receivers))
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = Loss()
+        if len(self._keys) >= _IDENTITY_CACHE_SIZE:
+            # Callers that build a fresh receiver object per release get no benefit
+            # from the cache; keep it from growing with them.
+            self._keys.clear()
+        # The cache holds the object, so its id cannot be reused while cached.
+        self._keys[id(receivers)] = (group, receivers)
+        return group
 
     # -- questions ------------------------------------------------------------------------
 

@@ -55,7 +55,14 @@ class Release:
         ``note`` says why, when there is more to say than "sent in the clear" (for example
         structured randomization, whose protection is not differential privacy).
         """
-        return cls(payload, NONPRIVATE, note=note)
+        # Called once per message: skip the checks of __init__, which the fixed kind
+        # makes redundant.
+        release = object.__new__(cls)
+        release.payload = np.ascontiguousarray(payload)
+        release.kind = NONPRIVATE
+        release.event = None
+        release.note = note
+        return release
 
     @classmethod
     def public(cls, payload: np.ndarray) -> "Release":
