@@ -15,11 +15,12 @@ import os
 import sys
 import traceback
 
+from .config import DEFAULT_EXPERIMENT
 from .errors import UserError
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", default="default",
+    parser.add_argument("config", nargs="?", default=DEFAULT_EXPERIMENT,
                         help="a TOML file or a packaged experiment name (default: 'default', "
                              "zCDP-NFL on elastic net)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = args.func(args)
     except UserError as err:
-        _fail_user(err)
+        fail_user(err)
     except Exception:
         traceback.print_exc()
         _abort_others(1)
@@ -181,10 +182,6 @@ def _world():
 
 def fail_user(err: UserError) -> None:
     """Print a user error once and exit non-zero on every rank without a hang."""
-    _fail_user(err)
-
-
-def _fail_user(err: UserError) -> None:
     comm = _world()
     collective = getattr(err, "collective", False)
     if not collective or comm.Get_rank() == 0:

@@ -297,7 +297,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if not 0 < privacy.delta < 1:
         raise ConfigError(f"privacy.delta = {privacy.delta} must be in (0, 1)",
                           "a usual choice is 1e-5, or below 1/(samples per agent)")
-    if privacy.noise not in ("fast", "secure"):
+    if privacy.noise not in ("fast", "secure"):  # privacy.noise.NOISE_MODES, without numpy
         raise ConfigError(f"privacy.noise = {privacy.noise!r} is unknown",
                           "use 'fast' (reproducible experiments) or 'secure' (deployment)")
     run = build_section(RunConfig, raw.get("run", {}), "run")

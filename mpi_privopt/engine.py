@@ -27,6 +27,7 @@ from .errors import PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor
 from .network import Network
 from .privacy.ledger import Ledger
+from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .results import RunDirectory, choose_run_dir, write_json
 from .traffic import assemble_matrices
@@ -109,11 +110,6 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         eval_comm.Free()
 
 
-def agent_noise(mode: str, seed: int, agent: int):
-    from .privacy.noise import agent_noise as make
-    return make(mode, seed, agent)
-
-
 def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
          stream: TextIO | None, on_setup) -> RunResult | None:
     rank, n_agents = comm.Get_rank(), comm.Get_size()
@@ -181,7 +177,6 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         if n % eval_every == 0 or n == iterations:
             tick = perf_counter()
             row = monitor.evaluate(n, algorithm.estimate, tick - start - eval_seconds)
-            eval_seconds += perf_counter() - tick
             if root:
                 metrics.append(row)
                 directory.append_metrics(row)
@@ -189,9 +184,11 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
                     _print(stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  "
                                    f"error {row.error:.3e}  objective gap {row.objective_gap:.3e}"
                                    f"  consensus {row.consensus_gap:.3e}")
-            # No agent moves on before the row is on disk: if one is then stopped (its
-            # budget), the abort cannot cut off what was already measured.
-            eval_comm.Barrier()
+            if net.guards:
+                # No agent moves on before the row is on disk: if one is then stopped (its
+                # budget), the abort cannot cut off what was already measured.
+                eval_comm.Barrier()
+            eval_seconds += perf_counter() - tick
     eval_comm.Barrier()
     wall = perf_counter() - start
 

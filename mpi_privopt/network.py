@@ -130,8 +130,6 @@ class Network:
         self._n_in = len(self.in_neighbors)
         self._in_set = frozenset(self.in_neighbors)
         self.meter = TrafficMeter(self.out_neighbors)
-        # Each phase's counters, kept at hand for the per-iteration exchange.
-        self._phase_counters: dict = {}
         # One receiver tuple per out-neighbour, reused by every single-link booking, so
         # listeners can recognise a receiver set by identity instead of rebuilding it.
         self._single = {v: (v,) for v in self.out_neighbors}
@@ -169,7 +167,7 @@ class Network:
 
     @property
     def n_in(self) -> int:
-        return len(self.in_neighbors)
+        return self._n_in
 
     @property
     def n_out(self) -> int:
@@ -179,7 +177,7 @@ class Network:
 
     @staticmethod
     def _payload(release: Release) -> np.ndarray:
-        if type(release) is not Release and not isinstance(release, Release):
+        if not isinstance(release, Release):
             raise TypeError(
                 "the network sends only Release objects; wrap the array with a mechanism, "
                 "Release.public(...) or Release.nonprivate(...)")
@@ -226,12 +224,6 @@ class Network:
         for release, dest in zip(releases, self.out_neighbors):
             self._book(release, single[dest], phase)
 
-    def _record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
-        counters = self._phase_counters.get(phase)
-        if counters is None:
-            counters = self._phase_counters[phase] = self.meter.counters(phase)
-        counters.record_all(nbytes_per_link, seconds)
-
     def _link(self, dest: int) -> int:
         try:
             return self._out_index[dest]
@@ -257,20 +249,15 @@ class Network:
         # are the cheap forms of _payload and _gather_buffer, which run only when a
         # cheap check fails (and then raise, or allocate the buffer).
         payload = release.payload if release.__class__ is Release else self._payload(release)
-        if out is None or out.dtype is not payload.dtype or out.size != self._n_in * payload.size:
+        if (out is None or out.dtype is not payload.dtype
+                or out.size != self._n_in * payload.size):
             out = self._gather_buffer(payload, out)
         receivers = self.out_neighbors
         if self.guards:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
-        elapsed = perf_counter() - start
-        counters = self._phase_counters.get(phase)
-        if counters is None:
-            counters = self._phase_counters[phase] = self.meter.counters(phase)
-        counters.all_messages += 1
-        counters.all_bytes += payload.nbytes
-        counters.all_seconds += elapsed
+        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
         books = self._books
         if books is None:
             books = self._broadcast_books()
@@ -294,7 +281,7 @@ class Network:
             self._admit([(release, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_allgather(payload, out)
-        self._record_all(phase, payload.nbytes, perf_counter() - start)
+        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
         self._book(release, self.out_neighbors, phase)
         return PendingExchange(request, out, self.meter, phase, None, keep=payload,
                                on_done=self._observer_for(self.in_neighbors, phase))
@@ -313,7 +300,7 @@ class Network:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         self.comm.Neighbor_alltoall(sendbuf, out)
-        self._record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
@@ -328,7 +315,7 @@ class Network:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
         request = self.comm.Ineighbor_alltoall(sendbuf, out)
-        self._record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
+        self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         return PendingExchange(request, out, self.meter, phase, None, keep=sendbuf,
                                on_done=self._observer_for(self.in_neighbors, phase))

@@ -36,12 +36,6 @@ class PhaseCounters:
         self.all_bytes = 0
         self.all_seconds = 0.0
 
-    def record_all(self, nbytes_per_link: int, seconds: float) -> None:
-        """One message of ``nbytes_per_link`` on every out-link, ``seconds`` in MPI."""
-        self.all_messages += 1
-        self.all_bytes += nbytes_per_link
-        self.all_seconds += seconds
-
     def per_link(self, name: str) -> np.ndarray:
         """Totals per out-link of ``messages``, ``bytes`` or ``seconds``."""
         shared = getattr(self, "all_" + name)
@@ -66,7 +60,7 @@ class TrafficMeter:
         self.receive_seconds: dict[str, float] = {}
 
     def counters(self, phase: str) -> PhaseCounters:
-        """The counters of ``phase`` (created on first use); callers on a hot path keep them."""
+        """The counters of ``phase`` (created on first use)."""
         counters = self._phases.get(phase)
         if counters is None:
             counters = self._phases[phase] = PhaseCounters(len(self.out_neighbors))
@@ -74,7 +68,11 @@ class TrafficMeter:
 
     def record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
         """Book one message of ``nbytes_per_link`` on every out-link."""
-        self.counters(phase).record_all(nbytes_per_link, seconds)
+        # Called on every exchange: the increments are written out, not delegated.
+        counters = self._phases.get(phase) or self.counters(phase)
+        counters.all_messages += 1
+        counters.all_bytes += nbytes_per_link
+        counters.all_seconds += seconds
 
     def record_link(self, phase: str, link: int, nbytes: int, seconds: float) -> None:
         """Book one message of ``nbytes`` on out-link number ``link``."""

@@ -19,8 +19,8 @@ GRADIENT_POINTS = ("own", "fused")
 
 
 def project_box(x: np.ndarray, box: float) -> np.ndarray:
-    """P_X for X = [-box, box]^D (the identity when box is infinite)."""
-    return np.clip(x, -box, box) if math.isfinite(box) else x
+    """P_X for X = [-box, box]^D."""
+    return np.clip(x, -box, box)
 
 
 def initial_point(agent, init: str, box: float) -> np.ndarray:
@@ -37,16 +37,6 @@ def initial_point(agent, init: str, box: float) -> np.ndarray:
     if init == "uniform":
         return agent.rng.uniform(-box, box, dim)
     raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
-
-
-def validate_box_and_init(name: str, params) -> None:
-    """The checks shared by DGD and the methods built on it."""
-    if not params.box > 0:
-        raise ConfigError(f"algorithm.box = {params.box} must be positive for {name!r}",
-                          "give the half-width of the box X = [-box, box]^D, or inf for none")
-    if params.init != "zero" and not math.isfinite(params.box):
-        raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
-                          "set algorithm.box (the initial points are placed in the box)")
 
 
 @register
@@ -98,7 +88,12 @@ class DGD(Algorithm):
     @classmethod
     def validate(cls, params) -> None:
         super().validate(params)
-        validate_box_and_init(cls.name, params)
+        if not params.box > 0:
+            raise ConfigError(f"algorithm.box = {params.box} must be positive for {cls.name!r}",
+                              "give the half-width of the box X = [-box, box]^D, or inf for none")
+        if params.init != "zero" and not math.isfinite(params.box):
+            raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
+                              "set algorithm.box (the initial points are placed in the box)")
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -113,14 +108,14 @@ class DGD(Algorithm):
         # Fixed for the run; read once here rather than on every step.
         self._broadcast = net.broadcast
         self._fused = self.fused_gradient
-        self._projected = math.isfinite(params.box)
+        self._projected = math.isfinite(params.box)  # no projection onto X = R^D
 
     @property
     def fused_gradient(self) -> bool:
         """Whether the gradient is taken at the fused point v (Gade & Vaidya's form)."""
         return self.params.gradient_at == "fused"
 
-    def fuse(self, n: int, alpha: float) -> np.ndarray:
+    def fuse(self, alpha: float) -> np.ndarray:
         """Phase "x": broadcast x, return sum_l W_kl x_l over N_k U {k}."""
         received = self._broadcast(Release.nonprivate(self.x, self.release_note), "x",
                                    self._received)
@@ -128,14 +123,9 @@ class DGD(Algorithm):
 
     def step(self, n: int) -> None:
         alpha = step_size(self.params.schedule, self.params.step, n)
-        if self._fused:
-            v = self.fuse(n, alpha)
-            self.gradient_point = v
-            x = v - alpha * self.objective.subgradient(v)
-        else:
-            self.gradient_point = self.x
-            fused = self.fuse(n, alpha)
-            x = fused - alpha * self.objective.subgradient(self.gradient_point)
+        v = self.fuse(alpha)  # no fuse changes self.x
+        point = self.gradient_point = v if self._fused else self.x
+        x = v - alpha * self.objective.subgradient(point)
         self.x = project_box(x, self.params.box) if self._projected else x
 
     @property

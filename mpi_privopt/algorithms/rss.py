@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..privacy.certificate import topology_certificate
 from ..privacy.release import Release
 from .base import register
-from .dgd import DGD, validate_box_and_init
+from .dgd import DGD
 from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
                             locally_balanced_noise, network_balanced_shares)
 
@@ -68,8 +68,6 @@ class _StructuredRandomization(DGD):
 
     private = False
     scope: ClassVar[str] = RSS_SCOPE
-    #: valid values of ``noise``
-    distributions: ClassVar[tuple[str, ...]] = ()
     Params = RSSParams
 
     @property
@@ -79,9 +77,7 @@ class _StructuredRandomization(DGD):
 
     @classmethod
     def validate(cls, params) -> None:
-        # skip DGD.validate: there is no gradient_at to choose (always the fused point)
-        super(DGD, cls).validate(params)
-        validate_box_and_init(cls.name, params)
+        super().validate(params)  # there is no gradient_at: always the fused point
         if not (params.delta >= 0 and math.isfinite(params.delta)):
             raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
                               "Delta bounds the perturbation; 0 gives plain DGD")
@@ -120,7 +116,6 @@ class RSSNB(_StructuredRandomization):
 
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
-    distributions = NB_DISTRIBUTIONS
     choices = {**DGD.choices, "noise": NB_DISTRIBUTIONS}
 
     def __init__(self, agent, params) -> None:
@@ -132,7 +127,7 @@ class RSSNB(_StructuredRandomization):
         self.perturbation = np.zeros(dim)                   # d_k^j
         self._shares_in = np.empty((net.n_in, dim))
 
-    def fuse(self, n: int, alpha: float) -> np.ndarray:
+    def fuse(self, alpha: float) -> np.ndarray:
         net = self.agent.net
         self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
         w = self.x + alpha * self.perturbation
@@ -177,7 +172,6 @@ class RSSLB(_StructuredRandomization):
 
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
-    distributions = LB_DISTRIBUTIONS
     choices = {**DGD.choices, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
 
     @dataclasses.dataclass
@@ -193,7 +187,7 @@ class RSSLB(_StructuredRandomization):
         self.column_weights = self.neighbor_weights
         self.link_noise = np.zeros((agent.net.n_out, agent.problem.n_features))  # d_k^{j,i}
 
-    def fuse(self, n: int, alpha: float) -> np.ndarray:
+    def fuse(self, alpha: float) -> np.ndarray:
         net = self.agent.net
         self.link_noise = locally_balanced_noise(
             self.agent.rng, self.column_weights, self.x.size, self.params.delta,

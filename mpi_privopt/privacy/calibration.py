@@ -34,6 +34,7 @@ from scipy import optimize, special
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
+from mpi_privopt.privacy.accountants import _positive
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -58,23 +59,12 @@ _RTOL = 4.0 * np.finfo(float).eps
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------
-def _finite_positive(value: float, name: str, fix: str) -> float:
-    """``value`` as a float, or a ConfigError naming it when it is not finite and > 0."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
-    if not (math.isfinite(number) and number > 0.0):
-        raise ConfigError(f"{name} = {value!r} must be a finite number > 0", fix)
-    return number
-
-
 def _check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    return _finite_positive(epsilon, name, "give the privacy budget epsilon > 0, e.g. 1")
+    return _positive(epsilon, name, "give the privacy budget epsilon > 0, e.g. 1")
 
 
 def _check_tau(tau: float) -> float:
-    return _finite_positive(tau, "tau", "use tau in (0, 1] (tau = 1: constant schedule), e.g. 0.99")
+    return _positive(tau, "tau", "use tau in (0, 1] (tau = 1: constant schedule), e.g. 0.99")
 
 
 def _check_rounds(T: int, name: str = "T") -> int:
@@ -90,7 +80,7 @@ def _check_conversion(conversion: str) -> str:
 
 
 def _check_phi1(phi1: float) -> float:
-    return _finite_positive(phi1, "phi1", "give the first-round zCDP budget phi1 > 0")
+    return _positive(phi1, "phi1", "give the first-round zCDP budget phi1 > 0")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,13 +76,16 @@ class Loss:
         self.add_event(release.event)
 
     def add_event(self, event) -> None:
+        # Once per private release: each event property is read once (they are computed).
         if isinstance(event, GaussianEvent):
-            self.rho += event.rho
-            self.mu2 += event.mu ** 2
+            mu2 = event.mu ** 2
+            self.rho += 0.5 * mu2  # GaussianEvent.rho
+            self.mu2 += mu2
             self.pure_only = False
         elif isinstance(event, LaplaceEvent):
-            self.rho += event.epsilon ** 2 / 2
-            self.pure += event.epsilon
+            epsilon = event.epsilon
+            self.rho += epsilon ** 2 / 2
+            self.pure += epsilon
             self.gaussian_only = False
         elif isinstance(event, ZCDPEvent):
             self.rho += event.rho
@@ -170,8 +173,6 @@ class Ledger:
         # and no release needs to be kept.
         self.groups: dict[tuple[int, ...], Loss] = {}
         self._keys: dict[int, tuple[Loss, Sequence[int]]] = {}
-        self._last_receivers: Sequence[int] | None = None
-        self._last_group: Loss | None = None
         # Comparing rho against the budget's rho is exact for the tight conversion, which
         # is monotone in rho, and costs nothing per release.
         self._rho_budget = (math.inf if math.isinf(budget)
@@ -202,9 +203,7 @@ class Ledger:
         """
         if math.isinf(self.budget):
             return
-        spent = self.total
-        after = Loss()
-        after.merge(spent)
+        after = self.total  # a fresh merge: adding to it changes nothing booked
         for release, _ in outgoing:
             after.add(release)
         # The budget is judged by the headline (best valid) conversion, the number
@@ -217,9 +216,10 @@ class Ledger:
         if not within:
             eps = after.epsilon(self.delta)["best"]
             if eps > self.budget:
+                spent = self.total.epsilon(self.delta)["best"]
                 raise PrivacyBudgetExceeded(
                     f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
-                    f"loss from epsilon {spent.epsilon(self.delta)['best']:.4g} to {eps:.4g} at delta {self.delta:g}, over "
+                    f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
                     f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
                     "raise privacy.epsilon, add noise, or run fewer iterations "
                     "(what was measured so far is in the run directory)")
@@ -227,15 +227,7 @@ class Ledger:
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
         """Book a release that went to ``receivers``."""
-        # The network passes the same receiver object for the same links every time
-        # (one tuple per neighbour): recognise it by identity instead of rebuilding the
-        # key on every release.
-        if receivers is self._last_receivers:
-            self._last_group.add(release)
-            return
-        group = self._group_for(receivers)
-        self._last_receivers, self._last_group = receivers, group
-        group.add(release)
+        self._group_for(receivers).add(release)
 
     def booker(self, receivers: Sequence[int]) -> Callable[[Release], None]:
         """The function that books a release sent to ``receivers``.
@@ -246,6 +238,9 @@ class Ledger:
         return self._group_for(receivers).add
 
     def _group_for(self, receivers: Sequence[int]) -> Loss:
+        # The network passes the same receiver object for the same links every time
+        # (its neighbour list, one tuple per neighbour): recognise it by identity
+        # instead of rebuilding the key on every release.
         cached = self._keys.get(id(receivers))
         if cached is not None and cached[1] is receivers:
             return cached[0]

@@ -47,12 +47,13 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
         link_eps = {int(j): matrices["epsilon"][k][int(j)] for j in snapshot["links"]}
         worst_observer = max(link_eps, key=lambda j: (link_eps[j], -j)) if link_eps else None
         total = Loss.from_dict(snapshot["total"])
+        total_eps = total.epsilon(delta)
         agents.append({
             "agent": k,
             "worst_observer": worst_observer,
             "worst_observer_epsilon": link_eps.get(worst_observer, 0.0),
-            "all_observers_epsilon": total.epsilon(delta)["best"],
-            "all_observers": total.epsilon(delta),
+            "all_observers_epsilon": total_eps["best"],
+            "all_observers": total_eps,
             "all_observers_rho": math.inf if total.unbounded else total.rho,
             "releases": total.releases,
             "public_releases": total.public,

@@ -6,7 +6,7 @@ import numpy as np
 from mpi_privopt.errors import DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss, resolve_l2
 from mpi_privopt.problems.losses import Loss, make_loss
-from mpi_privopt.problems.regularizers import penalty_subgradient, penalty_value
+from mpi_privopt.problems.regularizers import penalty_value
 
 __all__ = ["LocalProblem", "make_local_problem"]
 
@@ -112,28 +112,17 @@ class LocalProblem:
         """
         d, scale = self.loss.scaled_derivative(self.X @ w, self.y)
         if clipped and self.clip:
-            d = d * scale if scale != 1.0 else d
-            d = d * self.clip_factors(d)
+            d = d * scale  # clipping needs the derivative itself
+            d *= self.clip_factors(d)
             scale = 1.0
         gradient = self.X.T @ d
         gradient *= scale * self._inv_samples
         return gradient
 
-    def regularizer_subgradient(self, w: np.ndarray) -> np.ndarray:
-        """``(1/K) R'(w)`` with sign(0) = 0 for the l1 part; never clipped."""
-        return penalty_subgradient(w, self.l1, self.l2) / self.n_agents
-
     def subgradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
-        """``loss_gradient(w) + regularizer_subgradient(w)``."""
-        if clipped and self.clip:
-            gradient = self.loss_gradient(w)
-        else:
-            # loss_gradient's unclipped path, inlined: this runs every iteration
-            d, scale = self.loss.scaled_derivative(self.X @ w, self.y)
-            gradient = self.X.T @ d
-            gradient *= scale * self._inv_samples
-        # The regulariser's terms are added in place (same values as
-        # regularizer_subgradient, without the temporaries).
+        """``loss_gradient(w) + (1/K) R'(w)``, sign(0) = 0 for the l1 part; R' is never clipped."""
+        gradient = self.loss_gradient(w, clipped=clipped)
+        # Added in place, with the 1/K shares folded once: this runs every iteration.
         if self._l2_share:
             gradient += self._l2_share * w
         if self._l1_share:

@@ -18,7 +18,7 @@ from mpi_privopt.privacy.ledger import Ledger, Loss, _IDENTITY_CACHE_SIZE
 from mpi_privopt.privacy.release import NONPRIVATE, PUBLIC, Release
 from mpi_privopt.problems import LOSSES, LocalProblem
 from mpi_privopt.problems.regularizers import penalty_subgradient
-from mpi_privopt.traffic import PhaseCounters, TrafficMeter
+from mpi_privopt.traffic import TrafficMeter
 
 
 def _data(loss: str, M=30, P=5, seed=1):
@@ -113,9 +113,9 @@ def test_collective_seconds_are_split_evenly_when_read():
     np.testing.assert_array_equal(counters.per_link("bytes"), [160, 168])
     np.testing.assert_array_equal(counters.per_link("messages"), [2, 3])
     assert meter.total_seconds() == pytest.approx(0.45)
-    lonely = PhaseCounters(0)
-    lonely.record_all(8, 1.0)
-    assert lonely.per_link("seconds").shape == (0,)
+    lonely = TrafficMeter([])
+    lonely.record_all("x", 8, 1.0)
+    assert lonely.counters("x").per_link("seconds").shape == (0,)
 
 
 def test_broadcast_shortcuts_still_refuse_bad_input():
