@@ -192,16 +192,18 @@ class Network:
         for listener in self._listeners:
             listener.on_release(release, receivers, phase, round_)
 
-    def _observe(self, data: np.ndarray, sources: Sequence[int], phase: str) -> None:
+    def _observe(self, data: np.ndarray, sources: Sequence[int], phase: str,
+                 round_: int | None = None) -> None:
+        round_ = self.round if round_ is None else round_
         for listener in self.receive_listeners:
-            listener.on_receive(data, sources, phase, self.round)
+            listener.on_receive(data, sources, phase, round_)
 
     def _observer_for(self, sources: Sequence[int], phase: str):
+        """What a nonblocking exchange calls with its data once it has arrived."""
         if not self.receive_listeners:
             return None
-        round_ = self.round
-        return lambda data: [listener.on_receive(data, sources, phase, round_)
-                             for listener in self.receive_listeners]
+        round_ = self.round  # the round it was posted in, not the one it completes in
+        return lambda data: self._observe(data, sources, phase, round_)
 
     def _gather_buffer(self, payload: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         if out is None:

@@ -70,7 +70,11 @@ class LinearizedADMM(Algorithm):
         g = self.agent.problem.subgradient(self.wt)
         disagreement = d * self.wt - self.neighbour_sum
         self.w = self.wt - (g + self.gamma + rho * disagreement) / (1.0 / eta + 2.0 * rho * d)
-        release = self.perturb(self.w, n, eta)
+        self.exchange(self.perturb(self.w, n, eta))
+
+    def exchange(self, release: Release) -> None:
+        """Phase "w": send wt_k (the release), receive the neighbours', update gamma_k."""
+        rho, d = self.params.rho, self.degree
         self.wt = release.payload
         received = self.agent.net.broadcast(release, "w", out=self._received)
         self.neighbour_sum = received.sum(axis=0)

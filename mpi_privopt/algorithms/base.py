@@ -9,6 +9,7 @@ import numpy as np
 
 from ..agent import Agent
 from ..errors import ConfigError
+from ..privacy.calibration import ZCDP_CONVERSIONS
 from .steps import SCHEDULES
 
 ALGORITHMS: dict[str, type["Algorithm"]] = {}
@@ -56,7 +57,7 @@ class Algorithm(ABC):
     #: only where the method's Params has it.
     choices: ClassVar[dict[str, tuple[str, ...]]] = {
         "schedule": SCHEDULES,
-        "conversion": ("standard", "tight", "exact"),
+        "conversion": ZCDP_CONVERSIONS,
     }
 
     @classmethod

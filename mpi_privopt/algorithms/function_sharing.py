@@ -40,7 +40,7 @@ class SharedObjective:
         return self.base.value(w) + self.noise.value(w)
 
     def subgradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
-        return self.base.subgradient(w) + self.noise.gradient(w)
+        return self.base.subgradient(w, clipped=clipped) + self.noise.gradient(w)
 
 
 @register
@@ -119,7 +119,7 @@ class FunctionSharing(DGD):
         self.shares_sent = params.sigma * self.agent.rng.standard_normal((net.n_out, len(basis)))
         received = net.scatter([Release.nonprivate(c, note=FS_SHARE_NOTE)
                                 for c in self.shares_sent], "fs-setup")
-        self.shares_received = received.copy()
+        self.shares_received = received
         self.noise_function = Polynomial(
             basis, self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0))
         self.objective = SharedObjective(self.agent.problem, self.noise_function)

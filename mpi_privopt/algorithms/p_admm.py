@@ -119,6 +119,7 @@ class PADMM(ZCDPNFL):
             return problem.subgradient(w) + mu * w + linear
 
         w = start.copy()
+        f0 = value(w)
         active = np.abs(X @ w - problem.y) <= self._threshold
         for _ in range(_NEWTON_ITERATIONS):
             g = gradient(w)
@@ -128,12 +129,12 @@ class PADMM(ZCDPNFL):
             if np.abs(direction).max() <= 1e-15 * (1.0 + np.abs(w).max()):
                 break
             # Armijo backtracking; values within rounding of f0 count as no increase
-            f0, decrease = value(w), g @ direction
+            decrease = g @ direction
             slack = 8.0 * np.finfo(float).eps * (1.0 + abs(f0))
             t = 1.0
-            while value(w - t * direction) > f0 - 0.25 * t * decrease + slack:
+            while (trial := value(w - t * direction)) > f0 - 0.25 * t * decrease + slack:
                 t *= 0.5
-            w = w - t * direction
+            w, f0 = w - t * direction, trial  # f0 = value(w) for the next iteration
             previous, active = active, np.abs(X @ w - problem.y) <= self._threshold
             if t == 1.0 and np.array_equal(active, previous):
                 break  # the exact minimiser of the quadratic piece it lies in: the minimiser
@@ -143,8 +144,4 @@ class PADMM(ZCDPNFL):
         rho, d = self.params.rho, self.degree
         consensus = d * self.wt + self.neighbour_sum  # 2 sum_l (wt_k + wt_l)/2
         self.w = self.local_minimiser(self.wt, self.gamma - rho * consensus)
-        release = self.release_iterate(self.w, n, self.sensitivity())
-        self.wt = release.payload
-        received = self.agent.net.broadcast(release, "w", out=self._received)
-        self.neighbour_sum = received.sum(axis=0)
-        self.gamma = self.gamma + rho * (d * self.wt - self.neighbour_sum)
+        self.exchange(self.release_iterate(self.w, n, self.sensitivity()))

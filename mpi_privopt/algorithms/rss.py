@@ -134,13 +134,12 @@ class RSSNB(_StructuredRandomization):
         upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
                                            self.x.size, self.share_bound, self.params.noise)
         states = net.ibroadcast(Release.nonprivate(w, note=NB_NOTE), "w", out=self._received)
-        pending = [states]
-        if net.n_out:
-            pending.append(net.iscatter([Release.nonprivate(s, note=NB_SHARE_NOTE)
-                                         for s in upcoming], "s", out=self._shares_in))
-        received = pending[0].wait()
-        if net.n_out:
-            self.shares_received = pending[1].wait().copy()
+        shares = (net.iscatter([Release.nonprivate(s, note=NB_SHARE_NOTE) for s in upcoming],
+                               "s", out=self._shares_in) if net.n_out else None)
+        received = states.wait()
+        if shares is not None:
+            # a copy: the receive buffer is reused by the next iteration's exchange
+            self.shares_received = shares.wait().copy()
         self.shares_sent = upcoming
         return self.self_weight * w + self.neighbor_weights @ received
 

@@ -52,7 +52,8 @@ __all__ = [
 ]
 
 Conversion = Literal["standard", "tight", "exact"]
-_CONVERSIONS = ("standard", "tight", "exact")
+#: the zCDP-to-(eps, delta) conversions a budget can be calibrated with
+ZCDP_CONVERSIONS = ("standard", "tight", "exact")
 _RTOL = 4.0 * np.finfo(float).eps
 
 
@@ -74,7 +75,7 @@ def _check_rounds(T: int, name: str = "T") -> int:
 
 
 def _check_conversion(conversion: str) -> str:
-    if conversion not in _CONVERSIONS:
+    if conversion not in ZCDP_CONVERSIONS:
         raise ConfigError(f"conversion = {conversion!r} is not known", 'use "standard", "tight" or "exact"')
     return conversion
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .accountants import GaussianEvent, LaplaceEvent, epsilon_all
-from .calibration import calibrate_gaussian_noise, calibrate_zcdp_total
+from .calibration import ZCDP_CONVERSIONS, calibrate_gaussian_noise, calibrate_zcdp_total
 from .report import coalition_epsilon
 
 
@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="constant, geometric (zCDP-NFL's phi^(n) = phi^(1) tau^-(n-1)), or a "
                         "comma-separated list of per-round weights of the zCDP budget")
     p.add_argument("--tau", type=float, default=None, help="geometric schedule's ratio in (0, 1]")
-    p.add_argument("--conversion", choices=("standard", "tight", "exact"), default="tight",
+    p.add_argument("--conversion", choices=ZCDP_CONVERSIONS, default="tight",
                    help="zCDP -> (eps, delta) conversion the budget is met under")
     p.add_argument("--json", action="store_true")
     p.set_defaults(privacy_func=cmd_calibrate)

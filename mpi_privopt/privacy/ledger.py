@@ -146,6 +146,16 @@ class Loss:
         return cls(**data)
 
 
+def observed_by(groups: Iterable[tuple[Sequence[int], Loss]], observers: Iterable[int]) -> Loss:
+    """Merge the groups (receivers, loss) whose receivers include any of ``observers``."""
+    members = set(observers)
+    loss = Loss()
+    for receivers, group in groups:
+        if members.intersection(receivers):
+            loss.merge(group)
+    return loss
+
+
 class Ledger:
     """Privacy bookkeeping of one agent's releases, per link and in total.
 
@@ -260,12 +270,7 @@ class Ledger:
 
     def coalition(self, observers: Iterable[int]) -> Loss:
         """The loss to a coalition: every distinct release any member observed."""
-        members = set(observers)
-        loss = Loss()
-        for key, group in self.groups.items():
-            if members.intersection(key):
-                loss.merge(group)
-        return loss
+        return observed_by(self.groups.items(), observers)
 
     def worst_observer(self) -> tuple[int | None, float]:
         """The neighbour that learned the most, and its epsilon."""

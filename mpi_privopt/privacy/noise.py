@@ -181,8 +181,8 @@ class FastNoise:
         return np.asarray(self._rng.laplace(0.0, scale, size=_shape(shape)), dtype=np.float64)
 
     def round_to_grid(self, value) -> np.ndarray:
-        """The value as float64, unchanged (fast mode has no lattice)."""
-        return np.array(value, dtype=np.float64)
+        """The value as float64, unchanged (fast mode has no lattice); callers only read it."""
+        return np.asarray(value, dtype=np.float64)
 
     def effective_sensitivity(self, sensitivity: float, dim: int, norm: str = "l2") -> float:
         """The sensitivity unchanged (no rounding in fast mode)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .ledger import Loss
+from .ledger import Loss, observed_by
 
 CONVERSIONS = {
     "best": "the smallest valid of the conversions below (the headline epsilon)",
@@ -77,10 +77,7 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
 
 def coalition_epsilon(report: dict, agent: int, observers: Sequence[int]) -> dict:
     """epsilon of ``agent`` against a coalition of observers, from a privacy.json dict."""
-    loss = Loss()
-    members = set(observers)
-    for group in report["agents"][agent]["groups"]:
-        if members.intersection(group["receivers"]):
-            data = {k: v for k, v in group.items() if k != "receivers"}
-            loss.merge(Loss.from_dict(data))
-    return loss.epsilon(report["delta"])
+    groups = [(group["receivers"],
+               Loss.from_dict({k: v for k, v in group.items() if k != "receivers"}))
+              for group in report["agents"][agent]["groups"]]
+    return observed_by(groups, observers).epsilon(report["delta"])

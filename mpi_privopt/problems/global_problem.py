@@ -4,12 +4,22 @@ An agent never builds this: it holds every agent's data.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.local import LocalProblem
 
 __all__ = ["GlobalProblem"]
+
+
+def sum_of_local_values(locals_: Sequence, n_features: int, W: np.ndarray) -> float:
+    """``sum_k f_k(W[k])``: each local objective at its agent's row of ``W`` (K, P)."""
+    W = np.asarray(W, dtype=float)
+    if W.shape != (len(locals_), n_features):
+        raise ValueError(f"W has shape {W.shape}, expected {(len(locals_), n_features)}")
+    return float(sum(lp.value(W[k]) for k, lp in enumerate(locals_)))
 
 
 class GlobalProblem:
@@ -74,10 +84,7 @@ class GlobalProblem:
 
     def value_at(self, W: np.ndarray) -> float:
         """``sum_k f_k(W[k])`` for per-agent estimates ``W`` of shape (K, P)."""
-        W = np.asarray(W, dtype=float)
-        if W.shape != (self.n_agents, self.n_features):
-            raise ValueError(f"W has shape {W.shape}, expected {(self.n_agents, self.n_features)}")
-        return float(sum(lp.value(W[k]) for k, lp in enumerate(self.locals)))
+        return sum_of_local_values(self.locals, self.n_features, W)
 
     def smooth_gradient(self, w: np.ndarray) -> np.ndarray:
         """Unclipped gradient of ``F`` without its l1 term (a subgradient for nonsmooth losses)."""

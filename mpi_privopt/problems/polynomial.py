@@ -72,7 +72,8 @@ class Polynomial:
         The constant term (it never changes a gradient).
     """
 
-    __slots__ = ("exponents", "coefficients", "constant", "_lower", "_top")
+    __slots__ = ("exponents", "coefficients", "constant", "_lower", "_top", "_cols",
+                 "_separable")
 
     def __init__(self, exponents: np.ndarray, coefficients: np.ndarray, constant: float = 0.0):
         self.exponents = np.asarray(exponents, dtype=np.int64)
@@ -83,6 +84,9 @@ class Polynomial:
         self.constant = float(constant)
         self._lower = np.maximum(self.exponents - 1, 0)
         self._top = int(self.exponents.max(initial=0))
+        self._cols = np.arange(self.exponents.shape[1])
+        # every monomial in at most one variable: the other variables' factors are all 1
+        self._separable = bool((np.count_nonzero(self.exponents, axis=1) <= 1).all())
 
     @property
     def n_features(self) -> int:
@@ -102,20 +106,21 @@ class Polynomial:
 
     def monomials(self, x: np.ndarray) -> np.ndarray:
         """The basis values ``x^(E_m)``, shape (M,)."""
-        powers = self._powers(x)
-        cols = np.arange(self.n_features)
-        return np.prod(powers[cols, self.exponents], axis=1)
+        return np.prod(self._powers(x)[self._cols, self.exponents], axis=1)
 
     def basis_gradients(self, x: np.ndarray) -> np.ndarray:
         """``d x^(E_m) / d x_d``, shape (M, D): the gradient is ``coefficients @ this``."""
         powers = self._powers(x)
-        cols = np.arange(self.n_features)
+        cols = self._cols
+        derivatives = self.exponents * powers[cols, self._lower]
+        if self._separable:
+            return derivatives
         terms = powers[cols, self.exponents]
         # product over the other variables, without dividing by x_d (which may be 0)
         ones = np.ones((len(terms), 1))
         before = np.cumprod(np.hstack([ones, terms[:, :-1]]), axis=1)
         after = np.cumprod(np.hstack([ones, terms[:, :0:-1]]), axis=1)[:, ::-1]
-        return self.exponents * powers[cols, self._lower] * before * after
+        return derivatives * before * after
 
     def value(self, x: np.ndarray) -> float:
         """``p(x)``."""

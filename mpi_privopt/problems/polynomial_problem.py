@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 from ..errors import ConfigError
 from .config import ProblemConfig
+from .global_problem import sum_of_local_values
 from .polynomial import Polynomial
 from .polynomial_presets import preset_polynomial
 from .reference import ReferenceSolution
@@ -68,10 +69,7 @@ class PolynomialSum:
 
     def value_at(self, W: np.ndarray) -> float:
         """``sum_k f_k(W[k])``."""
-        W = np.asarray(W, dtype=float)
-        if W.shape != (self.n_agents, self.n_features):
-            raise ValueError(f"W has shape {W.shape}, expected {(self.n_agents, self.n_features)}")
-        return float(sum(lp.value(W[k]) for k, lp in enumerate(self.locals)))
+        return sum_of_local_values(self.locals, self.n_features, W)
 
 
 def minimize_separable(polynomial: Polynomial) -> np.ndarray:
