@@ -6,16 +6,27 @@ mpiexec, and writes figures (PNG) with the CSV behind each one.
 """
 from __future__ import annotations
 
+import csv
+import functools
 import importlib
+import json
+import os
 import pkgutil
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ..errors import ConfigError
+
+#: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
+log = functools.partial(print, flush=True)
 
 
 def find_mpiexec(given: str | None, name: str) -> str:
     """The mpiexec a reproduction launches its runs with: ``given``, else the one on PATH."""
-    import shutil
-
-    from ..errors import ConfigError
-
     mpiexec = given or shutil.which("mpiexec")
     if mpiexec is None:
         raise ConfigError(f"reproduce {name}: no mpiexec on PATH",
@@ -31,12 +42,6 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     batch of runs to one job whose ranks loop over them. Returns the job's seconds; raises
     RuntimeError with the end of its stderr if it fails.
     """
-    import json
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
     batch_file.write_text(json.dumps(items))
@@ -51,14 +56,98 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     return time.perf_counter() - tick
 
 
+def run_dir(out: Path, run) -> Path:
+    """The directory of one run (anything with a ``key``) under a reproduction's ``out``."""
+    return out / "runs" / run.key
+
+
+def launch(runs: list, out: Path, mpiexec: str, *, ranks: int, module: str, batch_size: int,
+           progress: str) -> None:
+    """Run every run whose directory holds no ``run.result_file`` yet, in batches.
+
+    A run is a dataclass with a ``key`` (its directory, :func:`run_dir`) and a
+    ``result_file``; its fields, with ``out``, are the item :func:`worker` gets. A run
+    directory without its result is what an interrupted run leaves: it is cleared and
+    the run starts again. ``batch_size`` runs go to one ``mpiexec -n ranks`` job of
+    ``module --worker`` (:func:`run_batch`); after each, ``progress`` is logged,
+    formatted with ``batch``, ``batches``, ``runs`` (in the batch), ``ranks``,
+    ``seconds``, ``done`` and ``total`` (of ``runs``), ``launched`` and ``todo``.
+    """
+    todo = [r for r in runs if not (run_dir(out, r) / r.result_file).is_file()]
+    for r in todo:
+        if run_dir(out, r).exists():  # an interrupted run: start it again from scratch
+            shutil.rmtree(run_dir(out, r))
+    batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+    done, launched = len(runs) - len(todo), 0
+    for b, batch in enumerate(batches, 1):
+        seconds = run_batch(mpiexec, ranks, module,
+                            [{**asdict(r), "out": str(run_dir(out, r))} for r in batch],
+                            out / "runs" / f"batch-{os.getpid()}-{b}.json")
+        done, launched = done + len(batch), launched + len(batch)
+        log(progress.format(batch=b, batches=len(batches), runs=len(batch), ranks=ranks,
+                            seconds=seconds, done=done, total=len(runs), launched=launched,
+                            todo=len(todo)))
+
+
+def run_engine(cfg, item: dict, comm) -> None:
+    """One engine run (``mpi_privopt run`` semantics) of a batch item, into ``item["out"]``."""
+    from ..engine import run
+
+    run(cfg, out=item["out"], comm=comm, stream=None)
+
+
+def worker(batch_file: str, run_one=run_engine) -> int:
+    """Inside one MPI job of :func:`run_batch`: every rank runs the batch's items in order.
+
+    Each item's configuration is ``item["config"]`` (a packaged one; none: the defaults)
+    with ``item["overrides"]``; ``run_one(cfg, item, comm)`` runs it.
+    """
+    from mpi4py import MPI
+
+    from ..config import load_config
+
+    comm = MPI.COMM_WORLD
+    for item in json.loads(Path(batch_file).read_text()):
+        run_one(load_config(item.get("config"), list(item["overrides"])), item, comm)
+    return 0
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    """``rows`` as CSV (floats to 6 significant digits); nothing is written for no rows."""
+    if not rows:
+        return
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()}
+                         for row in rows)
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (the reproduce extra)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def finish_figure(fig, path: Path, rows: list[dict], title: str | None = None) -> None:
+    """Title (if given), save and close a figure; write the CSV behind it next to it."""
+    if title is not None:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    write_csv(path.with_suffix(".csv"), rows)
+
+
 def available() -> list[str]:
     """Names of the reproductions shipped in this package."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
 def run(name: str, argv: list[str]) -> int:
-    from ..errors import ConfigError
-
+    """Run the reproduction ``name`` with its command-line options ``argv``."""
     if name not in available():
         raise ConfigError(f"no reproduction named {name!r}",
                           f"available: {', '.join(available()) or 'none yet'}")

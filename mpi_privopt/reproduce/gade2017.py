@@ -28,18 +28,19 @@ runs share a launch, see :mod:`._gade2017.jobs`). It writes into ``--out``:
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from . import find_mpiexec
+from ..results import write_json
+from . import find_mpiexec, launch, log, worker, write_csv
 from ._gade2017 import figures
 from ._gade2017.data import write_breast_cancer
-from ._gade2017.jobs import (FIG1_DELTAS, FIG1_SIGMAS, attack_jobs, figure1_jobs,
-                             figure2_jobs, launch, worker)
+from ._gade2017.jobs import (AGENTS, BATCH_JOBS, FIG1_DELTAS, FIG1_LEVELS, FIG1_SIGMAS,
+                             PROGRESS, attack_jobs, figure1_jobs, figure2_jobs, run_job)
 
 FULL = {"iterations": 20000, "seeds": 3, "checkpoints": (1, 3, 10, 30, 100, 300, 1000),
         "attack_iterations": 3000, "ml_attacks": True}
@@ -77,7 +78,7 @@ def _fig1_numbers(bands: dict, at: list[int]) -> dict:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
-        return worker(args.worker)
+        return worker(args.worker, run_job)
     plan = dict(QUICK if args.quick else FULL)
     plan["iterations"] = args.iterations or plan["iterations"]
     plan["seeds"] = args.seeds or plan["seeds"]
@@ -85,15 +86,15 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-
-    def log(text: str) -> None:
-        print(text, flush=True)
-
+    # every job without a result yet, in batches sharing one mpiexec job each
+    run_jobs = functools.partial(launch, out=out, mpiexec=mpiexec, ranks=AGENTS,
+                                 module="mpi_privopt.reproduce.gade2017", batch_size=BATCH_JOBS,
+                                 progress=PROGRESS)
     log(f"reproduce gade2017 into {out} ({'quick' if args.quick else 'full'}: {plan})")
 
     log("Figure 1: polynomial objectives on C5")
     fig1 = figure1_jobs(plan["iterations"], plan["seeds"])
-    launch(fig1, out, mpiexec, log)
+    run_jobs(fig1)
     bands = figures.seed_bands(out, fig1)
     rss = ["dgd"] + [f"{m}-d{d:g}" for m in ("rss-nb", "rss-lb") for d in FIG1_DELTAS]
     figures.convergence_figure(bands, rss, out / "fig1.png",
@@ -104,21 +105,20 @@ def main(argv: list[str]) -> int:
     log("Figure 2 stand-in: logistic regression on breast cancer, C5 and K5")
     train, test = write_breast_cancer(out / "data", 5, DATA_SEED)
     fig2 = figure2_jobs(train.resolve(), plan["checkpoints"])
-    launch(fig2, out, mpiexec, log)
+    run_jobs(fig2)
     accuracy = figures.accuracy_rows(out, fig2, test)
     figures.accuracy_figure(accuracy, out / "fig2.png")
     figures.training_figure(out, fig2, out / "fig2-training.png")
 
     log("Attacks: a curious coalition inverts the target's gradient steps")
-    methods = [("dgd", None)] + [(m, d) for m in ("rss-nb", "rss-lb") for d in FIG1_DELTAS] \
-        + [("fs", s) for s in FIG1_SIGMAS]
+    methods = [("dgd", None), *FIG1_LEVELS]
     if args.quick:
         methods = [("dgd", None), ("rss-nb", 1000.0), ("rss-lb", 1000.0), ("fs", 0.1)]
     attacks = attack_jobs(plan["attack_iterations"], methods,
                           train.resolve() if plan["ml_attacks"] else None)
-    launch(attacks, out, mpiexec, log)
+    run_jobs(attacks)
     rows = figures.attack_rows(out, attacks)
-    figures.write_csv(out / "attacks.csv", rows)
+    write_csv(out / "attacks.csv", rows)
     (out / "attacks.md").write_text(figures.attack_table(rows))
 
     checkpoints = [1000, 10000, plan["iterations"]]
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
         # runs found done in --out (a resumed reproduction) are not re-timed
         "seconds_this_invocation": time.perf_counter() - start,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(out / "summary.json", summary)
     log(f"done in {summary['seconds_this_invocation']:.0f} s: figures, CSVs and summary.json "
         f"in {out}")
     return 0

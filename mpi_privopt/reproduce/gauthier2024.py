@@ -40,19 +40,17 @@ equivalent tight run at tight(Phi_exact(epsilon)): the same phi^(1) and the same
 from __future__ import annotations
 
 import argparse
-import csv
-import json
+import functools
 import math
-import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
-from . import find_mpiexec, run_batch
+from . import find_mpiexec, finish_figure, launch, log, pyplot, run_dir, worker, write_csv
 
 DELTA = 1e-5
 TAU = 0.99
@@ -66,6 +64,8 @@ MATCH_ITERATIONS = 20
 TOPOLOGY_SEED = 2024
 SEED_BASE = 1000
 BATCH_RUNS = 40
+PROGRESS = ("  batch {batch}/{batches}: {runs} runs on {ranks} ranks in {seconds:.0f} s "
+            "({done}/{total} done)")
 
 LABELS = {
     "zcdp-nfl": "zCDP-NFL",
@@ -94,7 +94,15 @@ class Spec:
     seed: int
     overrides: list[str] = field(default_factory=list)
     conversion: str = "standard"
-    launched_epsilon: float = math.inf
+    #: the constant step of zcdp-grad-nfl and dgd runs (None for the other methods)
+    step: float | None = None
+    #: what a finished run leaves in its directory (see :func:`mpi_privopt.reproduce.launch`)
+    result_file: ClassVar[str] = "summary.json"
+
+    @property
+    def launched_epsilon(self) -> float:
+        """The ``privacy.epsilon`` the run is launched with: its budget, epsilon."""
+        return self.epsilon
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,16 +150,16 @@ def make_spec(problem: str, method: str, epsilon: float, seed: int, T: int,
                  f"run.iterations={T}", f"run.eval_every={eval_every}", f"run.seed={seed}",
                  f"privacy.delta={DELTA}",
                  *algorithm_overrides(method, problem, step)]
-    launched = epsilon
     if method == "eps-delta-nfl" and classical_invalid(epsilon, T):
         overrides.append("algorithm.mechanism=analytic")
-    overrides.append(f"privacy.epsilon={launched!r}" if math.isfinite(launched)
+    overrides.append(f"privacy.epsilon={epsilon!r}" if math.isfinite(epsilon)
                      else "privacy.epsilon=inf")
     conversion = {"zcdp-nfl-tight": "tight", "zcdp-nfl-exact": "exact"}.get(method, "standard")
     eps_tag = "inf" if not math.isfinite(epsilon) else f"{epsilon:g}"
-    step_tag = f"-a{step:g}" if method in ("zcdp-grad-nfl", "dgd") else ""
+    grad = method in ("zcdp-grad-nfl", "dgd")
+    step_tag = f"-a{step:g}" if grad else ""
     key = f"{problem}/{method}{step_tag}/eps{eps_tag}/seed{seed}"
-    return Spec(key, problem, method, epsilon, seed, overrides, conversion, launched)
+    return Spec(key, problem, method, epsilon, seed, overrides, conversion, step if grad else None)
 
 
 def sweep_specs(args, steps: dict[str, float]) -> list[Spec]:
@@ -190,65 +198,15 @@ def tuning_specs(args) -> list[Spec]:
 
 
 # ---------------------------------------------------------------------------------------
-# launching
-# ---------------------------------------------------------------------------------------
-
-def run_dir(out: Path, spec: Spec) -> Path:
-    return out / "runs" / spec.key
-
-
-def is_done(out: Path, spec: Spec) -> bool:
-    return (run_dir(out, spec) / "summary.json").is_file()
-
-
-def launch(specs: list[Spec], out: Path, ranks: int, mpiexec: str, log) -> None:
-    """Run every spec not yet done, in batches sharing one mpiexec job each."""
-    todo = [s for s in specs if not is_done(out, s)]
-    for s in todo:
-        partial = run_dir(out, s)
-        if partial.exists():  # an interrupted run: start it again from scratch
-            shutil.rmtree(partial)
-    batches = [todo[i:i + BATCH_RUNS] for i in range(0, len(todo), BATCH_RUNS)]
-    done = len(specs) - len(todo)
-    for b, batch in enumerate(batches, 1):
-        seconds = run_batch(
-            mpiexec, ranks, "mpi_privopt.reproduce.gauthier2024",
-            [{"overrides": s.overrides, "out": str(run_dir(out, s))} for s in batch],
-            out / "runs" / f"batch-{os.getpid()}-{b}.json")
-        done += len(batch)
-        log(f"  batch {b}/{len(batches)}: {len(batch)} runs on {ranks} ranks in "
-            f"{seconds:.0f} s ({done}/{len(specs)} done)")
-
-
-def worker(batch_file: str) -> int:
-    """Inside one MPI job: run every configuration of the batch, one after the other."""
-    from mpi4py import MPI
-
-    from ..config import load_config
-    from ..engine import run
-
-    comm = MPI.COMM_WORLD
-    for item in json.loads(Path(batch_file).read_text()):
-        if Path(item["out"], "summary.json").is_file():
-            continue
-        cfg = load_config(None, item["overrides"])
-        run(cfg, out=item["out"], comm=comm, stream=None)
-    return 0
-
-
-# ---------------------------------------------------------------------------------------
 # reading runs
 # ---------------------------------------------------------------------------------------
 
 def load_run(out: Path, spec: Spec) -> dict:
-    from ..results import read_metrics
+    """:func:`mpi_privopt.report.load_run` of the spec's run, with ``spec`` and ``path``."""
+    from ..report import load_run as read_run
 
     path = run_dir(out, spec)
-    summary = json.loads((path / "summary.json").read_text())
-    privacy = json.loads((path / "privacy.json").read_text())
-    traffic = json.loads((path / "traffic.json").read_text())
-    return {"spec": spec, "metrics": read_metrics(path), "summary": summary,
-            "privacy": privacy, "traffic": traffic, "path": path}
+    return {**read_run(path), "spec": spec, "path": path}
 
 
 def worst_link(privacy: dict, column: str) -> float:
@@ -256,19 +214,18 @@ def worst_link(privacy: dict, column: str) -> float:
     return max(values) if values else math.nan
 
 
-def match_steps(out: Path, specs: list[Spec], args, log) -> tuple[dict[str, float], list[dict]]:
+def match_steps(runs: list[dict], args) -> tuple[dict[str, float], list[dict]]:
     """The constant step of zcdp-grad-nfl matching noise-free zcdp-nfl over 1..20."""
-    runs = {s.key: load_run(out, s) for s in specs}
     steps, rows = {}, []
     n = MATCH_ITERATIONS
     for problem in ("elastic-net", "lad"):
-        ref = next(r for r in runs.values()
+        ref = next(r for r in runs
                    if r["spec"].problem == problem and r["spec"].method == "admm")
         ref_err = ref["metrics"]["error"][1:n + 1]
         best = None
         for step in args.step_grid:
-            run = next(r for r in runs.values() if r["spec"].problem == problem
-                       and r["spec"].method == "dgd" and f"-a{step:g}/" in r["spec"].key)
+            run = next(r for r in runs if r["spec"].problem == problem
+                       and r["spec"].method == "dgd" and r["spec"].step == step)
             err = run["metrics"]["error"][1:n + 1]
             score = float(np.mean(np.abs(np.log(err) - np.log(ref_err))))
             rows.append({"problem": problem, "step": step, "score": score,
@@ -291,24 +248,6 @@ def match_steps(out: Path, specs: list[Spec], args, log) -> tuple[dict[str, floa
 # figures and CSVs
 # ---------------------------------------------------------------------------------------
 
-def write_csv(path: Path, rows: list[dict]) -> None:
-    if not rows:
-        return
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
-                             for k, v in row.items()})
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def group(runs: list[dict], problem: str, method: str, epsilon: float) -> list[dict]:
     return [r for r in runs if r["spec"].problem == problem and r["spec"].method == method
             and (r["spec"].epsilon == epsilon or
@@ -316,7 +255,7 @@ def group(runs: list[dict], problem: str, method: str, epsilon: float) -> list[d
 
 
 def learning_figure(runs, problem, methods, epsilons, out: Path, name: str, T: int) -> list[dict]:
-    plt = _pyplot()
+    plt = pyplot()
     rows = []
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.2), squeeze=False)
     for ax, eps in zip(axes[0], epsilons):
@@ -341,16 +280,13 @@ def learning_figure(runs, problem, methods, epsilons, out: Path, name: str, T: i
         ax.set_ylabel("normalised error sum_k ||w_k - w_c||^2 / ||w_c||^2")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / f"{name}.png", dpi=110)
-    plt.close(fig)
-    write_csv(out / f"{name}.csv", rows)
+    finish_figure(fig, out / f"{name}.png", rows)
     return rows
 
 
 def tradeoff_figure(runs, problem, methods, epsilons, out: Path, name: str,
                     title: str = "") -> list[dict]:
-    plt = _pyplot()
+    plt = pyplot()
     rows = []
     fig, ax = plt.subplots(figsize=(6.0, 4.4))
     for method in methods:
@@ -373,7 +309,7 @@ def tradeoff_figure(runs, problem, methods, epsilons, out: Path, name: str,
                          "ledger_epsilon_tight": float(max(ledger)),
                          "ledger_epsilon_standard": float(max(standard)),
                          "ledger_epsilon_exact": float(max(exact)),
-                         "launched_privacy_epsilon": members[0]["spec"].launched_epsilon})
+                         "launched_privacy_epsilon": members[0]["spec"].epsilon})
         if xs:
             ax.loglog(xs, mean, "o-", label=LABELS[method], lw=1.4, ms=4)
             ax.fill_between(xs, lo, hi, alpha=0.18)
@@ -382,17 +318,13 @@ def tradeoff_figure(runs, problem, methods, epsilons, out: Path, name: str,
     ax.set_title(title or f"{PROBLEM_TITLES[problem]}: error vs budget")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / f"{name}.png", dpi=110)
-    plt.close(fig)
-    write_csv(out / f"{name}.csv", rows)
+    finish_figure(fig, out / f"{name}.png", rows)
     return rows
 
 
-def tuning_figure(out: Path, specs: list[Spec], steps: dict, rows: list[dict]) -> None:
-    plt = _pyplot()
+def tuning_figure(out: Path, runs: list[dict], steps: dict, rows: list[dict]) -> None:
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.2))
-    runs = [load_run(out, s) for s in specs]
     for ax, problem in zip(axes, ("elastic-net", "lad")):
         for r in runs:
             spec = r["spec"]
@@ -403,20 +335,17 @@ def tuning_figure(out: Path, specs: list[Spec], steps: dict, rows: list[dict]) -
             if spec.method == "admm":
                 ax.semilogy(it, err, "k-", lw=2.2, label="zCDP-NFL, noise-free")
             else:
-                step = float(spec.key.split("-a")[1].split("/")[0])
-                chosen = step == steps[problem]
+                chosen = spec.step == steps[problem]
                 ax.semilogy(it, err, "-" if chosen else ":", lw=1.8 if chosen else 1.0,
-                            label=f"zCDP-grad-NFL step {step:g}" + (" (chosen)" if chosen else ""))
+                            label=f"zCDP-grad-NFL step {spec.step:g}"
+                            + (" (chosen)" if chosen else ""))
         ax.axvline(MATCH_ITERATIONS, color="grey", lw=0.8)
         ax.set_title(f"{PROBLEM_TITLES[problem]}: initial speed, noise-free")
         ax.set_xlabel("iteration n")
         ax.set_ylabel("normalised error")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "tuning.png", dpi=110)
-    plt.close(fig)
-    write_csv(out / "tuning.csv", rows)
+    finish_figure(fig, out / "tuning.png", rows)
 
 
 def conversion_rows(epsilons, T: int) -> list[dict]:
@@ -434,7 +363,7 @@ def conversion_rows(epsilons, T: int) -> list[dict]:
     return rows
 
 
-def check_exact_runs(runs: list[dict], log) -> None:
+def check_exact_runs(runs: list[dict]) -> None:
     worst = 0.0
     for r in runs:
         if r["spec"].method == "zcdp-nfl-exact":
@@ -461,6 +390,8 @@ def performance_rows(runs: list[dict]) -> list[dict]:
 
 
 def summarise(out: Path, tables: dict[str, list[dict]], steps: dict, args, seconds: float) -> dict:
+    from ..results import write_json
+
     summary = {"ranks": args.ranks, "runs": args.runs, "iterations": args.iterations,
                "epsilons": list(args.epsilons), "delta": DELTA, "tau": TAU, "clip": CLIP,
                "rho": RHO, "eta": ETA, "grad_steps": steps, "topology_seed": TOPOLOGY_SEED,
@@ -469,7 +400,7 @@ def summarise(out: Path, tables: dict[str, list[dict]], steps: dict, args, secon
         for row in rows:
             key = f"{name}|{row['method']}|{row['epsilon']:g}"
             summary["final_error"][key] = row["mean_final_error"]
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(out / "summary.json", summary)
     return summary
 
 
@@ -516,23 +447,24 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-
-    def log(text: str) -> None:
-        print(text, flush=True)
-
+    # every spec not yet done, in batches sharing one mpiexec job each
+    run_specs = functools.partial(launch, out=out, mpiexec=mpiexec, ranks=args.ranks,
+                                  module="mpi_privopt.reproduce.gauthier2024",
+                                  batch_size=BATCH_RUNS, progress=PROGRESS)
     log(f"gauthier2024: K = {args.ranks} ranks, T = {args.iterations}, {args.runs} run(s) per "
         f"point, epsilon in {list(args.epsilons)}, output {out}")
     log("step 1: matching zcdp-grad-nfl's initial speed to zcdp-nfl (noise-free)")
     tuning = tuning_specs(args)
-    launch(tuning, out, args.ranks, mpiexec, log)
-    steps, tuning_table = match_steps(out, tuning, args, log)
-    tuning_figure(out, tuning, steps, tuning_table)
+    run_specs(tuning)
+    tuning_runs = [load_run(out, s) for s in tuning]
+    steps, tuning_table = match_steps(tuning_runs, args)
+    tuning_figure(out, tuning_runs, steps, tuning_table)
 
     specs = sweep_specs(args, steps)
     log(f"step 2: the sweep, {len(specs)} runs")
-    launch(specs, out, args.ranks, mpiexec, log)
+    run_specs(specs)
     runs = [load_run(out, s) for s in specs]
-    check_exact_runs(runs, log)
+    check_exact_runs(runs)
 
     log("step 3: figures")
     T = args.iterations

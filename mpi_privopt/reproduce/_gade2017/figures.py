@@ -1,7 +1,6 @@
 """Figures (PNG) and the CSV behind each, read from the run directories of the jobs."""
 from __future__ import annotations
 
-import csv
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -9,15 +8,15 @@ from pathlib import Path
 import numpy as np
 
 from ...results import read_metrics
+from .. import finish_figure, pyplot, run_dir
 from .data import test_accuracy
-from .jobs import ML_DELTA, ML_SIGMA, Job, run_dir
+from .jobs import ML_DELTA, ML_SIGMA, Job
 
 LABELS = {
     "dgd": "DGD",
     "rss-nb-d10": "RSS-NB, Delta = 10", "rss-nb-d1000": "RSS-NB, Delta = 1000",
     "rss-lb-d10": "RSS-LB, Delta = 10", "rss-lb-d1000": "RSS-LB, Delta = 1000",
     "fs-s0.1": "FS, sigma = 0.1", "fs-s1": "FS, sigma = 1",
-    "rss-nb": "RSS-NB", "rss-lb": "RSS-LB", "fs": "FS",
     f"rss-nb-d{ML_DELTA:g}": f"RSS-NB, Delta = {ML_DELTA:g}",
     f"rss-lb-d{ML_DELTA:g}": f"RSS-LB, Delta = {ML_DELTA:g}",
     f"fs-s{ML_SIGMA:g}": f"FS, sigma = {ML_SIGMA:g}",
@@ -28,32 +27,6 @@ ML_LABELS = {"dgd": "DGD", "rss-nb": LABELS[f"rss-nb-d{ML_DELTA:g}"],
 METRICS = (("objective_gap", "sum_j f_j(x_k^j) - f*"),
            ("error", "sum_j ||x_k^j - x*||^2"),
            ("consensus_gap", "consensus: mean_j ||x_k^j - x_bar_k||^2"))
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _finish(fig, path: Path, title: str, rows: list[dict]) -> None:
-    """Title, save and close a figure; write the CSV behind it next to it."""
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
-    write_csv(path.with_suffix(".csv"), rows)
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    def cell(value):
-        return f"{value:.6g}" if isinstance(value, float) else value
-
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: cell(v) for k, v in row.items()} for row in rows)
 
 
 def log_grid(iterations: np.ndarray, points: int = 400) -> np.ndarray:
@@ -87,7 +60,7 @@ def seed_bands(out: Path, jobs: list[Job]) -> dict[str, dict[str, np.ndarray]]:
 
 def convergence_figure(bands: dict, series: list[str], path: Path, title: str) -> None:
     """Three log-log panels (objective gap, error, consensus) with min-max bands; and CSV."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
     rows: dict[float, dict] = {}
     for name in series:
@@ -111,8 +84,8 @@ def convergence_figure(bands: dict, series: list[str], path: Path, title: str) -
                 row[f"{name}:{metric}:max"] = high[i]
     axes[0].legend(fontsize=8)
     seeds = max(bands[s]["seeds"] for s in series)
-    _finish(fig, path, f"{title} (median over {seeds} seeds, band: min-max)" if seeds > 1
-            else title, [rows[k] for k in sorted(rows)])
+    finish_figure(fig, path, [rows[k] for k in sorted(rows)],
+            f"{title} (median over {seeds} seeds, band: min-max)" if seeds > 1 else title)
 
 
 def accuracy_rows(out: Path, jobs: list[Job], test_path: Path) -> list[dict]:
@@ -134,7 +107,7 @@ def accuracy_rows(out: Path, jobs: list[Job], test_path: Path) -> list[dict]:
 
 def accuracy_figure(rows: list[dict], path: Path) -> None:
     """Test accuracy (%) vs iterations (= epochs: full local gradients), C5 and K5."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
     for ax, kind, title in zip(axes, ("ring", "complete"), ("C5 (cycle)", "K5 (complete)")):
         mine = [r for r in rows if r["topology"] == kind]
@@ -153,12 +126,12 @@ def accuracy_figure(rows: list[dict], path: Path) -> None:
         ax.set_title(title)
     axes[0].set_ylabel("test accuracy (%), mean over agents (band: min-max)")
     axes[0].legend(fontsize=8)
-    _finish(fig, path, "Figure 2 stand-in: logistic regression on breast cancer, 5 agents", rows)
+    finish_figure(fig, path, rows, "Figure 2 stand-in: logistic regression on breast cancer, 5 agents")
 
 
 def training_figure(out: Path, jobs: list[Job], path: Path) -> None:
     """Normalised error and consensus gap of the longest run of each (topology, method)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     longest = {}
     for job in jobs:
@@ -183,8 +156,8 @@ def training_figure(out: Path, jobs: list[Job], path: Path) -> None:
         ax.set_xlabel("iteration")
         ax.set_ylabel(ylabel)
     axes[0].legend(fontsize=7)
-    _finish(fig, path, "Figure 2 stand-in: distance to the centralised optimum and consensus",
-            rows)
+    finish_figure(fig, path, rows,
+            "Figure 2 stand-in: distance to the centralised optimum and consensus")
 
 
 def attack_rows(out: Path, jobs: list[Job]) -> list[dict]:

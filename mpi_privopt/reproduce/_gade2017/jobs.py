@@ -2,27 +2,29 @@
 
 A :class:`Job` is one engine run (``mpi_privopt run`` semantics) or one attack run
 (:func:`mpi_privopt.attacks.run_attack`) of a packaged ``gade2017-*`` configuration with
-``--set`` overrides. Jobs are sent in batches to one ``mpiexec -n 5`` job each, in which
-every rank runs the batch's jobs in order (:func:`worker`): starting five Python processes
-costs more than most of these runs. A job whose directory already holds its result is not
-run again, so an interrupted reproduction resumes.
+``--set`` overrides. Jobs are sent in batches of :data:`BATCH_JOBS` to one ``mpiexec -n 5``
+job each (:func:`mpi_privopt.reproduce.launch`), in which every rank runs the batch's jobs in
+order (:func:`run_job`): starting five Python processes costs more than most of these runs.
+A job whose directory already holds its result is not run again, so an interrupted
+reproduction resumes.
 """
 from __future__ import annotations
 
-import json
-import os
-import shutil
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import run_batch
+from .. import run_engine
 
 AGENTS = 5
+BATCH_JOBS = 60
+PROGRESS = "  {runs} runs in {seconds:.0f} s ({launched}/{todo} to do)"
 #: Figure 1 noise levels (the paper: "two different values"; notes A3)
 FIG1_DELTAS = (10.0, 1000.0)
 #: FS share scales on the Figure 1 problem (not in the paper)
 FIG1_SIGMAS = (0.1, 1.0)
+#: (method, noise) of the noisy Figure 1 series: RSS-NB and RSS-LB at each Delta, FS at each sigma
+FIG1_LEVELS = tuple((m, d) for m in ("rss-nb", "rss-lb") for d in FIG1_DELTAS) \
+    + tuple(("fs", s) for s in FIG1_SIGMAS)
 #: Figure 2 stand-in noise (logistic regression)
 ML_DELTA = 100.0
 ML_SIGMA = 0.1
@@ -82,9 +84,7 @@ def figure1_jobs(iterations: int, seeds: int) -> list[Job]:
     """DGD once (it has no randomness), the RSS methods and FS at each level and seed."""
     jobs = [Job("fig1/dgd", "gade2017-fig1-dgd", (f"run.iterations={iterations}",),
                 meta={"series": "dgd", "seed": 0})]
-    levels = [("rss-nb", d) for d in FIG1_DELTAS] + [("rss-lb", d) for d in FIG1_DELTAS] + \
-        [("fs", s) for s in FIG1_SIGMAS]
-    for method, noise in levels:
+    for method, noise in FIG1_LEVELS:
         series = _series(method, noise)
         for seed in range(seeds):
             jobs.append(Job(f"fig1/{series}-seed{seed}", f"gade2017-fig1-{method}",
@@ -133,39 +133,11 @@ def attack_jobs(iterations: int, methods: list[tuple[str, float | None]],
     return jobs
 
 
-def run_dir(out: Path, job: Job) -> Path:
-    return out / "runs" / job.key
+def run_job(cfg, item: dict, comm) -> None:
+    """One job of a batch (a :class:`Job`'s fields with ``out``), inside the MPI job."""
+    if item["coalition"]:
+        from ...attacks import run_attack
 
-
-def launch(jobs: list[Job], out: Path, mpiexec: str, log: Callable[[str], None],
-           batch_size: int = 60) -> None:
-    """Run every job without a result yet, ``batch_size`` per mpiexec job."""
-    todo = [j for j in jobs if not (run_dir(out, j) / j.result_file).is_file()]
-    for job in todo:
-        if run_dir(out, job).exists():  # interrupted: start it again from scratch
-            shutil.rmtree(run_dir(out, job))
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start:start + batch_size]
-        seconds = run_batch(mpiexec, AGENTS, "mpi_privopt.reproduce.gade2017",
-                            [{**asdict(j), "out": str(run_dir(out, j))} for j in batch],
-                            out / "runs" / f"batch-{os.getpid()}-{start}.json")
-        log(f"  {len(batch)} runs in {seconds:.0f} s "
-            f"({start + len(batch)}/{len(todo)} to do)")
-
-
-def worker(batch_file: str) -> int:
-    """Inside one MPI job: every rank runs the batch's jobs, one after the other."""
-    from mpi4py import MPI
-
-    from ...attacks import run_attack
-    from ...config import load_config
-    from ...engine import run
-
-    comm = MPI.COMM_WORLD
-    for item in json.loads(Path(batch_file).read_text()):
-        cfg = load_config(item["config"], list(item["overrides"]))
-        if item["coalition"]:
-            run_attack(cfg, list(item["coalition"]), item["target"], out=item["out"], comm=comm)
-        else:
-            run(cfg, out=item["out"], comm=comm, stream=None)
-    return 0
+        run_attack(cfg, list(item["coalition"]), item["target"], out=item["out"], comm=comm)
+    else:
+        run_engine(cfg, item, comm)
