@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON at ``path``: the whole file or, if interrupted, none of it.
+
+    An agent stopped by its budget writes its ledger and then the job is aborted, possibly
+    while another agent is still writing its own: writing to a temporary name and renaming
+    means an abort never leaves a truncated file behind.
+    """
     # Infinity is written for unbounded quantities (a non-private link's privacy loss);
     # Python's json and most JSON readers in data tools accept it.
-    path.write_text(json.dumps(_jsonable(data), indent=2) + "\n")
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(_jsonable(data), indent=2) + "\n")
+    os.replace(partial, path)
 
 
 class RunDirectory:
