@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 from .config import DEFAULT_EXPERIMENT
 from .errors import UserError
@@ -28,7 +29,8 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
                         help="override one config value (repeatable), e.g. --set run.iterations=50")
 
 
-def _load(args):
+def load_agreed_config(args):
+    """``args.config`` with ``args.overrides``, loaded once every rank agrees it is valid."""
     from mpi4py import MPI
 
     from .collective import agree
@@ -38,7 +40,7 @@ def _load(args):
 
 def cmd_run(args) -> int:
     from .engine import run
-    cfg = _load(args)
+    cfg = load_agreed_config(args)
     run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
     return 0
 
@@ -180,7 +182,7 @@ def _world():
     return MPI.COMM_WORLD
 
 
-def fail_user(err: UserError) -> None:
+def fail_user(err: UserError) -> NoReturn:
     """Print a user error once and exit non-zero on every rank without a hang."""
     comm = _world()
     collective = getattr(err, "collective", False)

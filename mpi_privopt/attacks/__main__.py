@@ -5,8 +5,6 @@ import argparse
 import json
 import sys
 
-from mpi4py import MPI
-
 
 def _agents(text: str) -> list[int]:
     return [int(a) for a in text.split(",") if a.strip()]
@@ -30,19 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..cli import fail_user
-    from ..collective import agree
-    from ..config import load_config
+    from ..cli import fail_user, load_agreed_config
     from ..errors import UserError
     from .runner import run_attack
 
     args = build_parser().parse_args(argv)
     try:
-        cfg = agree(MPI.COMM_WORLD, lambda: load_config(args.config, args.overrides))
-        report = run_attack(cfg, args.coalition, args.target, out=args.out)
+        report = run_attack(load_agreed_config(args), args.coalition, args.target, out=args.out)
     except UserError as err:
         fail_user(err)
-        return 2
     if report is not None and not args.quiet:
         print(json.dumps(report, indent=2))
     return 0
