@@ -259,7 +259,12 @@ class Network:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
-        self.meter.record_all(phase, payload.nbytes, perf_counter() - start)
+        elapsed = perf_counter() - start
+        # TrafficMeter.record_all, written out: one call less on every iteration
+        counters = self.meter.by_phase.get(phase) or self.meter.counters(phase)
+        counters.all_messages += 1
+        counters.all_bytes += payload.nbytes
+        counters.all_seconds += elapsed
         books = self._books
         if books is None:
             books = self._broadcast_books()

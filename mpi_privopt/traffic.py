@@ -55,21 +55,22 @@ class TrafficMeter:
 
     def __init__(self, out_neighbors: Sequence[int]) -> None:
         self.out_neighbors = list(out_neighbors)
-        self._phases: dict[str, PhaseCounters] = {}
+        #: the counters of each phase seen so far (:meth:`counters` creates them)
+        self.by_phase: dict[str, PhaseCounters] = {}
         # Time blocked in point-to-point receives; not attributable to an out-link.
         self.receive_seconds: dict[str, float] = {}
 
     def counters(self, phase: str) -> PhaseCounters:
         """The counters of ``phase`` (created on first use)."""
-        counters = self._phases.get(phase)
+        counters = self.by_phase.get(phase)
         if counters is None:
-            counters = self._phases[phase] = PhaseCounters(len(self.out_neighbors))
+            counters = self.by_phase[phase] = PhaseCounters(len(self.out_neighbors))
         return counters
 
     def record_all(self, phase: str, nbytes_per_link: int, seconds: float) -> None:
         """Book one message of ``nbytes_per_link`` on every out-link."""
         # Called on every exchange: the increments are written out, not delegated.
-        counters = self._phases.get(phase) or self.counters(phase)
+        counters = self.by_phase.get(phase) or self.counters(phase)
         counters.all_messages += 1
         counters.all_bytes += nbytes_per_link
         counters.all_seconds += seconds
@@ -95,17 +96,17 @@ class TrafficMeter:
 
     @property
     def phases(self) -> list[str]:
-        return sorted(self._phases)
+        return sorted(self.by_phase)
 
     def total_seconds(self) -> float:
         """Seconds this agent spent inside metered MPI calls, receives included."""
-        return float(sum(c.per_link("seconds").sum() for c in self._phases.values())
+        return float(sum(c.per_link("seconds").sum() for c in self.by_phase.values())
                      + sum(self.receive_seconds.values()))
 
     def rows(self, n_agents: int) -> dict[str, dict[str, np.ndarray]]:
         """This agent's rows of the K x K matrices, by phase and quantity."""
         out: dict[str, dict[str, np.ndarray]] = {}
-        for phase, counters in self._phases.items():
+        for phase, counters in self.by_phase.items():
             rows = {}
             for name in ("messages", "bytes", "seconds"):
                 row = np.zeros(n_agents, dtype=getattr(counters, name).dtype)
