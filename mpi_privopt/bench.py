@@ -1,19 +1,22 @@
 """``mpi_privopt bench``: what the Network layer costs, measured against raw mpi4py.
 
 Run under MPI, e.g. ``mpiexec -n 8 python -m mpi4py -m mpi_privopt bench``. Three parts,
-each comparing two things in the same run on the same graph:
+each comparing the package with plain mpi4py in the same run on the same graph:
 
-1. one neighbour exchange through :class:`Network` with a privacy ledger attached, as in a
-   run (release check, meter, ledger)
-   against a raw ``Neighbor_allgather`` loop on the same dist-graph communicator, for
-   payloads from 8 to 10^6 doubles; the ratio is Network time / raw time;
+1. one neighbour exchange, four ways, for payloads from 8 to 10^6 doubles: a raw
+   ``Neighbor_allgather`` loop on a dist-graph communicator; the same with an MPI-4
+   persistent request (``Neighbor_allgather_init``, set up once); ``Network.broadcast``;
+   and a ``Network`` broadcast channel (a persistent request inside Network). The two
+   Network ways run with a privacy ledger attached, as in a run (release check, meter,
+   ledger). Ratios: broadcast / raw, channel / raw, and channel / raw persistent (the
+   package's own cost on the same MPI path);
 2. latency (8-byte ping-pong) and bandwidth (1 MiB ping-pong) of every link;
 3. the registered ``dgd`` algorithm against a DGD written directly on mpi4py with the same
-   graph, data, weights and steps: iterations per second, and a check that both computed
-   the same iterates.
+   graph, data, weights and steps, both as a plain loop and with persistent requests:
+   iterations per second, and a check that all three computed the same iterates.
 
-The two sides of each comparison alternate in several rounds and the best round of each
-is kept, so a burst of load on this machine hits both alike.
+The variants of each comparison alternate in several rounds and the best round of each
+is kept, so a burst of load on this machine hits them alike.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from .network import Network
 from .privacy.ledger import Ledger
 from .privacy.release import Release
 
-ROUNDS = 7
+ROUNDS = 11
 
 
 def _timed(comm: MPI.Intracomm, fn, repeats: int) -> float:
@@ -55,31 +58,60 @@ def _auto_repeats(size: int) -> int:
     return int(np.clip(1e8 / (8 * size), 20, 10000))
 
 
+#: the exchange variants timed side by side, in the order each round runs them
+EXCHANGES = ("raw", "raw_persistent", "broadcast", "channel")
+
+
 def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats: int) -> list[dict]:
+    """Four ways to run one neighbour allgather, per payload size, alternating in rounds.
+
+    ``raw``: ``Neighbor_allgather`` on a dist-graph communicator of our own, as a plain
+    mpi4py loop would; ``raw_persistent``: the same with an MPI-4 persistent request set
+    up once; ``broadcast``: :meth:`Network.broadcast`; ``channel``: a
+    :class:`~mpi_privopt.network.BroadcastChannel` (a persistent request inside Network).
+    """
     rows = []
     raw_comm = world.Create_dist_graph_adjacent(net.in_neighbors, net.out_neighbors, reorder=False)
     for size in sizes:
-        payload = np.ones(size)
-        out = np.empty((net.n_in, size))
         reps = repeats or _auto_repeats(size)
+        # All four ways use the channel's buffers, so they copy the same memory.
+        channel = net.broadcast_channel("bench", size)
+        payload, out = channel.sends[0], channel.received
+        payload[...] = 1.0
         release = Release.public(payload)
+        persistent = raw_comm.Neighbor_allgather_init(payload, out)
 
         def raw():
             raw_comm.Neighbor_allgather(payload, out)
 
-        def ours():
+        def raw_persistent():
+            persistent.Start()
+            persistent.Wait()
+
+        def broadcast():
             net.broadcast(release, "bench", out=out)
 
-        raw(), ours()  # warm-up: first-touch of buffers, connection setup
-        raw_times, ours_times = [], []
+        def exchange():
+            channel.exchange(release)
+
+        runs = dict(zip(EXCHANGES, (raw, raw_persistent, broadcast, exchange)))
+        for fn in runs.values():
+            fn()  # warm-up: first-touch of buffers, connection setup
+        times = {name: [] for name in EXCHANGES}
         for _ in range(ROUNDS):
-            raw_times.append(_timed(world, raw, reps))
-            ours_times.append(_timed(world, ours, reps))
-        raw_best, ours_best = min(raw_times), min(ours_times)
-        rows.append({"doubles": size, "repeats": reps,
-                     "raw_us": raw_best / reps * 1e6, "network_us": ours_best / reps * 1e6,
-                     "ratio": ours_best / raw_best,
-                     "median_round_ratio": _median_ratio(ours_times, raw_times)})
+            for name, fn in runs.items():
+                times[name].append(_timed(world, fn, reps))
+        persistent.Free()
+        channel.free()
+        best = {name: min(t) for name, t in times.items()}
+        row = {"doubles": size, "repeats": reps}
+        row.update({f"{name}_us": best[name] / reps * 1e6 for name in EXCHANGES})
+        for name, base in (("broadcast", "raw"), ("channel", "raw"),
+                           ("channel", "raw_persistent")):
+            key = f"{name}_vs_{base}"
+            row[key] = best[name] / best[base]
+            row[f"{key}_median"] = _median_ratio(times[name], times[base])
+        rows.append(row)
     raw_comm.Free()
     return rows
 
@@ -155,18 +187,48 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
         comm.Free()
         return elapsed, x
 
-    raw_times, ours_times = [], []
+    def run_raw_persistent() -> tuple[float, np.ndarray]:
+        # The same loop on two fixed buffers with a persistent request each: what the
+        # registered dgd does through its channel, written directly on mpi4py.
+        comm = world.Create_dist_graph_adjacent(in_nbrs, out_nbrs, reorder=False)
+        buffers = [np.zeros(X.shape[1]), np.zeros(X.shape[1])]
+        received = np.empty((len(in_nbrs), X.shape[1]))
+        requests = [comm.Neighbor_allgather_init(b, received) for b in buffers]
+        world.Barrier()
+        start = perf_counter()
+        for n in range(iterations):
+            x, request = buffers[n % 2], requests[n % 2]
+            request.Start()
+            request.Wait()
+            gradient = 2.0 / M * (X.T @ (X @ x - y)) + 2.0 * l2 / size * x
+            np.subtract(self_w * x + nbr_w @ received, step * gradient,
+                        out=buffers[(n + 1) % 2])
+        elapsed = world.allreduce(perf_counter() - start, op=MPI.MAX)
+        for request in requests:
+            request.Free()
+        comm.Free()
+        return elapsed, buffers[iterations % 2]
+
+    times: dict[str, list[float]] = {"raw": [], "raw_persistent": [], "dgd": []}
+    same = True
     for _ in range(ROUNDS):
-        t_raw, x_raw = run_raw()
-        t_ours, x_ours = run_ours()
-        raw_times.append(t_raw)
-        ours_times.append(t_ours)
-    raw_best, ours_best = min(raw_times), min(ours_times)
-    same = bool(world.allreduce(float(np.max(np.abs(x_raw - x_ours))), op=MPI.MAX) < 1e-10)
-    return {"iterations": iterations, "raw_it_per_s": iterations / raw_best,
-            "dgd_it_per_s": iterations / ours_best, "ratio": raw_best / ours_best,
-            "median_round_ratio": _median_ratio(raw_times, ours_times),
-            "same_iterates": same}
+        for name, run in (("raw", run_raw), ("raw_persistent", run_raw_persistent),
+                          ("dgd", run_ours)):
+            elapsed, x = run()
+            times[name].append(elapsed)
+            if name == "raw":
+                x_raw = x
+            else:
+                # like for like: every variant computes the same iterates
+                error = float(np.max(np.abs(x - x_raw)))
+                same = world.allreduce(error, op=MPI.MAX) < 1e-10 and same
+    best = {name: min(t) for name, t in times.items()}
+    result = {"iterations": iterations, "same_iterates": bool(same)}
+    result.update({f"{name}_it_per_s": iterations / best[name] for name in times})
+    for base in ("raw", "raw_persistent"):
+        result[f"dgd_vs_{base}"] = best[base] / best["dgd"]
+        result[f"dgd_vs_{base}_median"] = _median_ratio(times[base], times["dgd"])
+    return result
 
 
 def main(args) -> int:
@@ -187,23 +249,31 @@ def main(args) -> int:
         return 0
     print(f"bench: {size} ranks, {args.topology} graph ({graph.number_of_edges()} edges), "
           f"{MPI.Get_library_version().splitlines()[0].strip()}")
-    print("\n1. one neighbour exchange (allgather): Network vs raw mpi4py, best of "
-          f"{ROUNDS} rounds (median: the median over rounds of each round's ratio)")
-    print(f"{'doubles':>9} {'repeats':>8} {'raw us':>10} {'Network us':>11} {'ratio':>7} "
-          f"{'median':>7}")
+    print("\n1. one neighbour exchange (allgather), us per exchange, best of "
+          f"{ROUNDS} alternating rounds")
+    print("   raw: Neighbor_allgather; persistent: raw with Neighbor_allgather_init; "
+          "broadcast: Network.broadcast;\n   channel: Network's persistent channel. "
+          "Ratios best-of, median of the rounds' own ratios in ()")
+    print(f"{'doubles':>9} {'raw':>9} {'persistent':>10} {'broadcast':>10} {'channel':>9} "
+          f"{'broadcast/raw':>15} {'channel/raw':>15} {'chan/persist':>15}")
     for r in exchange:
-        print(f"{r['doubles']:>9} {r['repeats']:>8} {r['raw_us']:>10.2f} "
-              f"{r['network_us']:>11.2f} {r['ratio']:>7.3f} {r['median_round_ratio']:>7.3f}")
+        ratios = " ".join(f"{r[k]:>7.3f} ({r[k + '_median']:.3f})" for k in (
+            "broadcast_vs_raw", "channel_vs_raw", "channel_vs_raw_persistent"))
+        print(f"{r['doubles']:>9} {r['raw_us']:>9.2f} {r['raw_persistent_us']:>10.2f} "
+              f"{r['broadcast_us']:>10.2f} {r['channel_us']:>9.2f} {ratios}")
     if links:
         print("\n2. per link: latency (8 B ping-pong) and bandwidth (1 MiB ping-pong)")
         print(f"{'link':>9} {'latency us':>11} {'MB/s':>10}")
         for r in links:
             print(f"{r['link'][0]:>4}-{r['link'][1]:<4} {r['latency_us']:>11.2f} "
                   f"{r['bandwidth_MBps']:>10.1f}")
-    print(f"\n3. DGD, {dgd['iterations']} iterations: registered 'dgd' "
-          f"{dgd['dgd_it_per_s']:.0f} it/s, hand-written mpi4py {dgd['raw_it_per_s']:.0f} it/s, "
-          f"ratio {dgd['ratio']:.3f}, median of rounds {dgd['median_round_ratio']:.3f} "
+    print(f"\n3. DGD, {dgd['iterations']} iterations, it/s: registered 'dgd' "
+          f"{dgd['dgd_it_per_s']:.0f}; hand-written mpi4py {dgd['raw_it_per_s']:.0f}, "
+          f"with persistent requests {dgd['raw_persistent_it_per_s']:.0f} "
           f"(same iterates: {dgd['same_iterates']})")
+    print(f"   dgd / hand-written {dgd['dgd_vs_raw']:.3f} "
+          f"(median {dgd['dgd_vs_raw_median']:.3f}); dgd / hand-written persistent "
+          f"{dgd['dgd_vs_raw_persistent']:.3f} (median {dgd['dgd_vs_raw_persistent_median']:.3f})")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"ranks": size, "topology": args.topology, "exchange": exchange,

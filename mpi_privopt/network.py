@@ -13,7 +13,10 @@ Receive listeners see every block that arrives (used to model a curious neighbou
 
 Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
 (buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
-reused; waiting is done inside MPI, never by polling from Python.
+reused; waiting is done inside MPI, never by polling from Python. A broadcast repeated
+every iteration can go through a :class:`BroadcastChannel` (:meth:`Network.broadcast_channel`):
+fixed buffers and an MPI-4 persistent neighbour collective set up once, which is cheaper
+per exchange than the one-off call.
 """
 from __future__ import annotations
 
@@ -99,6 +102,107 @@ class PendingExchange:
         return bool(self._request.Test())
 
 
+class _BlockingAllgather:
+    """A persistent request's ``Start``/``Wait`` done by a blocking call (MPI-3 libraries)."""
+
+    __slots__ = ("_comm", "_send", "_received")
+
+    def __init__(self, comm: MPI.Topocomm, send: np.ndarray, received: np.ndarray) -> None:
+        self._comm, self._send, self._received = comm, send, received
+
+    def Start(self) -> None:  # noqa: N802 (the mpi4py name)
+        self._comm.Neighbor_allgather(self._send, self._received)
+
+    def Wait(self) -> None:  # noqa: N802
+        pass
+
+    def Free(self) -> None:  # noqa: N802
+        pass
+
+
+class BroadcastChannel:
+    """A broadcast repeated on fixed buffers, run as an MPI-4 persistent neighbour allgather.
+
+    Made by :meth:`Network.broadcast_channel`. The channel owns its send buffers
+    (:attr:`sends`) and its receive buffer (:attr:`received`); the algorithm computes its
+    message into a send buffer, wraps that very array in a release, and calls
+    :meth:`exchange`. Because the buffers never change, the neighbour allgather is set up
+    once (``MPI_Neighbor_allgather_init``) and each exchange only starts and completes it:
+    MPICH then skips building the collective's schedule on every call, which is most of
+    a small exchange's cost (see docs/performance.md). Metering, booking, guards and
+    receive listeners are exactly those of :meth:`Network.broadcast`.
+
+    With an MPI library older than MPI 4 (no persistent collectives) the channel falls
+    back to the blocking ``Neighbor_allgather`` on the same buffers.
+
+    Several send buffers let an algorithm keep its previous message while it computes
+    the next one into another buffer (double buffering); one persistent request is set
+    up per send buffer.
+    """
+
+    __slots__ = ("_net", "phase", "sends", "received", "_index", "_requests", "_nbytes",
+                 "_counters")
+
+    def __init__(self, net: "Network", phase: str, shape: tuple[int, ...], dtype,
+                 buffers: int) -> None:
+        if buffers < 1:
+            raise ValueError(f"a channel needs at least one send buffer, got {buffers}")
+        self._net = net
+        self.phase = phase
+        #: the arrays a release must wrap to go through this channel
+        self.sends = tuple(np.zeros(shape, dtype=dtype) for _ in range(buffers))
+        #: row i holds what ``in_neighbors[i]`` sent in the last exchange
+        self.received = np.zeros((net.n_in,) + tuple(shape), dtype=dtype)
+        # The sends live as long as the channel, so no other object can share their ids.
+        self._index = {id(send): i for i, send in enumerate(self.sends)}
+        self._nbytes = self.sends[0].nbytes
+        self._counters = None  # the phase's meter counters, made by the first exchange
+        try:
+            self._requests = [net.comm.Neighbor_allgather_init(send, self.received)
+                              for send in self.sends]
+        except NotImplementedError:  # an MPI-3 library: no persistent collectives
+            self._requests = [_BlockingAllgather(net.comm, send, self.received)
+                              for send in self.sends]
+
+    @property
+    def persistent(self) -> bool:
+        """Whether exchanges run as a persistent collective (False: MPI-3 fallback)."""
+        requests = self._requests
+        return bool(requests) and not isinstance(requests[0], _BlockingAllgather)
+
+    def exchange(self, release: Release) -> np.ndarray:
+        """Send ``release`` to every out-neighbour; return :attr:`received`.
+
+        ``release.payload`` must be one of :attr:`sends` itself (not a copy or a view).
+        """
+        payload = release.payload if release.__class__ is Release else Network._payload(release)
+        index = self._index.get(id(payload))
+        if index is None:
+            raise ValueError(
+                f"channel {self.phase!r} sends only from its own buffers: compute the "
+                "message into channel.sends[i] and wrap that array in the release")
+        net = self._net
+        if net.guards:
+            net._admit([(release, net.out_neighbors)], self.phase)
+        request = self._requests[index]
+        start = perf_counter()
+        request.Start()
+        request.Wait()
+        elapsed = perf_counter() - start
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = net.meter.counters(self.phase)
+        net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
+                               elapsed)
+        return self.received
+
+    def free(self) -> None:
+        """Release the persistent requests (done by :meth:`Network.free`)."""
+        for request in self._requests:
+            request.Free()
+        self._requests = []
+
+
 class Network:
     """Neighbour-only communication of one agent, with a traffic meter.
 
@@ -140,6 +244,7 @@ class Network:
         self.receive_listeners: list[ReceiveListener] = []
         self.guards: list[SendGuard] = []
         self.round = 0
+        self._channels: list[BroadcastChannel] = []
 
     @property
     def listeners(self) -> tuple[ReleaseListener, ...]:
@@ -240,6 +345,28 @@ class Network:
                 f"agent {self.rank} cannot receive from agent {source}: it is not an "
                 f"in-neighbour (in-neighbours: {self.in_neighbors})")
 
+    def _account_broadcast(self, release: Release, out: np.ndarray, phase: str,
+                           counters, nbytes: int, elapsed: float) -> None:
+        """Meter, book and show a completed broadcast (shared by broadcast and channels).
+
+        ``counters``: the meter's counters of ``phase``, looked up by the caller (a
+        channel keeps them).
+        """
+        # TrafficMeter.record_all, written out: one call less on every iteration
+        counters.all_messages += 1
+        counters.all_bytes += nbytes
+        counters.all_seconds += elapsed
+        books = self._books
+        if books is None:
+            books = self._broadcast_books()
+        if books:
+            for book in books:
+                book(release)
+        elif self._listeners:
+            self._book(release, self.out_neighbors, phase)
+        if self.receive_listeners:
+            self._observe(out, self.in_neighbors, phase)
+
     # -- one message to all out-neighbours ---------------------------------------------
 
     def broadcast(self, release: Release, phase: str, out: np.ndarray | None = None) -> np.ndarray:
@@ -259,23 +386,34 @@ class Network:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
         self.comm.Neighbor_allgather(payload, out)
-        elapsed = perf_counter() - start
-        # TrafficMeter.record_all, written out: one call less on every iteration
-        counters = self.meter.by_phase.get(phase) or self.meter.counters(phase)
-        counters.all_messages += 1
-        counters.all_bytes += payload.nbytes
-        counters.all_seconds += elapsed
-        books = self._books
-        if books is None:
-            books = self._broadcast_books()
-        if books:
-            for book in books:
-                book(release)
-        elif self._listeners:
-            self._book(release, receivers, phase)
-        if self.receive_listeners:
-            self._observe(out, self.in_neighbors, phase)
+        self._account_broadcast(release, out, phase,
+                                self.meter.by_phase.get(phase) or self.meter.counters(phase),
+                                payload.nbytes, perf_counter() - start)
         return out
+
+    def broadcast_channel(self, phase: str, shape: int | tuple[int, ...],
+                          dtype: np.dtype | type = np.float64,
+                          buffers: int = 1) -> BroadcastChannel:
+        """A :class:`BroadcastChannel` for a broadcast repeated every iteration.
+
+        Collective: every agent must make the same channels in the same order (an
+        algorithm's ``__init__`` does), since MPI sets up persistent collectives together.
+
+        Parameters
+        ----------
+        phase : str
+            The phase its exchanges are metered and booked under.
+        shape : int or tuple of int
+            The shape of one message.
+        dtype : numpy dtype, optional
+            The message's element type (float64).
+        buffers : int, optional
+            How many send buffers (2 for double buffering).
+        """
+        shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+        channel = BroadcastChannel(self, phase, shape, np.dtype(dtype), buffers)
+        self._channels.append(channel)
+        return channel
 
     def ibroadcast(self, release: Release, phase: str, out: np.ndarray | None = None) -> PendingExchange:
         """Nonblocking :meth:`broadcast`; compute, then call ``.wait()`` for the data.
@@ -372,6 +510,9 @@ class Network:
                                (lambda data: observe(data[np.newaxis])))
 
     def free(self) -> None:
-        """Release the dist-graph communicator."""
+        """Release the channels' persistent requests and the dist-graph communicator."""
+        for channel in self._channels:
+            channel.free()
+        self._channels = []
         if self.comm != MPI.COMM_NULL:
             self.comm.Free()

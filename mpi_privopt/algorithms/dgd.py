@@ -18,11 +18,6 @@ INITS = ("zero", "spread", "uniform")
 GRADIENT_POINTS = ("own", "fused")
 
 
-def project_box(x: np.ndarray, box: float) -> np.ndarray:
-    """P_X for X = [-box, box]^D."""
-    return np.clip(x, -box, box)
-
-
 def initial_point(agent, init: str, box: float) -> np.ndarray:
     """x_1 of ``agent``: ``zero``; ``spread`` = box * (2 id / (K - 1) - 1) in every
     coordinate (Fig. 1's (-30, -15, 0, 15, 30) for K = 5, box = 30); ``uniform`` in the box,
@@ -99,16 +94,26 @@ class DGD(Algorithm):
         super().__init__(agent, params)
         net = agent.net
         self.self_weight, self.neighbor_weights = agent.mixing_row()
-        self.x = initial_point(agent, params.init, params.box)
-        self._received = np.empty((net.n_in, agent.problem.n_features))
+        # x^(n) and x^(n+1) live in the two send buffers of a persistent broadcast: the
+        # step writes the next iterate into the buffer the last one is not in, so the
+        # exchange runs on fixed buffers (set up once) and the previous iterate stays
+        # readable until the step after.
+        self._channel = net.broadcast_channel("x", agent.problem.n_features, buffers=2)
+        self.x, self._spare = self._channel.sends
+        self.x[...] = initial_point(agent, params.init, params.box)
+        # A release only wraps its buffer, so each buffer's release is made once.
+        self._release, self._spare_release = (
+            Release.nonprivate(buffer, self.release_note) for buffer in self._channel.sends)
+        self._received = self._channel.received
         #: the function whose gradient the agent follows (FS replaces it by f-hat)
         self.objective = agent.problem
         #: where the last gradient was taken (v_k, or x_k for gradient_at = "own")
         self.gradient_point = self.x
         # Fixed for the run; read once here rather than on every step.
-        self._broadcast = net.broadcast
+        self._exchange = self._channel.exchange
         self._fused = self.fused_gradient
         self._projected = math.isfinite(params.box)  # no projection onto X = R^D
+        self._constant_step = params.schedule == "constant"
 
     @property
     def fused_gradient(self) -> bool:
@@ -117,16 +122,21 @@ class DGD(Algorithm):
 
     def fuse(self, alpha: float) -> np.ndarray:
         """Phase "x": broadcast x, return sum_l W_kl x_l over N_k U {k}."""
-        received = self._broadcast(Release.nonprivate(self.x, self.release_note), "x",
-                                   self._received)
+        received = self._exchange(self._release)
         return self.self_weight * self.x + self.neighbor_weights @ received
 
     def step(self, n: int) -> None:
-        alpha = step_size(self.params.schedule, self.params.step, n)
+        params = self.params
+        alpha = (params.step if self._constant_step
+                 else step_size(params.schedule, params.step, n))
         v = self.fuse(alpha)  # no fuse changes self.x
         point = self.gradient_point = v if self._fused else self.x
-        x = v - alpha * self.objective.subgradient(point)
-        self.x = project_box(x, self.params.box) if self._projected else x
+        x = self._spare
+        np.subtract(v, alpha * self.objective.subgradient(point), out=x)
+        if self._projected:
+            np.clip(x, -params.box, params.box, out=x)
+        self._spare, self.x = self.x, x
+        self._spare_release, self._release = self._release, self._spare_release
 
     @property
     def estimate(self) -> np.ndarray:

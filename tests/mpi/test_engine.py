@@ -11,6 +11,7 @@ from mpi_privopt import topology
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.problems import load_agent_data
+from mpi_privopt.problems.config import resolve_l2
 
 
 def run_quiet(comm, shared_dir, name, overrides):
@@ -102,6 +103,44 @@ def test_admm_iterates_equal_the_matrix_form(comm, shared_dir, problem, gradient
         np.testing.assert_allclose(finals[T], history[T - 1], rtol=0, atol=1e-10)
     # The duals sum to zero over the network (1^T L- = 0).
     np.testing.assert_allclose(alpha.sum(axis=0), 0, atol=1e-10)
+
+
+def dgd_matrix_form(graph, shards, l2, step, iterations, fused, box):
+    """DGD with stacked iterates, x <- P[W x - alpha g(point)]: independent of the agents' code.
+
+    W: Metropolis weights 1 / (1 + max(d_k, d_l)) on the edges, the rest on the diagonal.
+    """
+    K = len(shards)
+    A = topology.adjacency(graph) != 0
+    degree = A.sum(axis=1)
+    W = np.where(A, 1.0 / (1.0 + np.maximum.outer(degree, degree)), 0.0)
+    W += np.diag(1.0 - W.sum(axis=1))
+    x = np.zeros((K, shards[0][0].shape[1]))
+    for n in range(1, iterations + 1):
+        v = W @ x
+        point = v if fused else x
+        g = np.array([_ridge_gradient(X, y, point[k], l2, K) for k, (X, y) in enumerate(shards)])
+        x = np.clip(v - step / np.sqrt(n) * g, -box, box)
+    return x
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("gradient_at,box", [("own", "inf"), ("fused", "0.05")])
+def test_dgd_iterates_equal_the_matrix_form(comm, shared_dir, gradient_at, box):
+    T = 40
+    cfg, result = run_quiet(comm, shared_dir, f"dgd-mf-{gradient_at}",
+                            ["algorithm.name=dgd", "problem.name=ridge",
+                             "topology.kind=erdos-renyi", f"run.iterations={T}",
+                             "algorithm.step=0.1", "algorithm.schedule=sqrt",
+                             f"algorithm.gradient_at={gradient_at}", f"algorithm.box={box}"])
+    graph = topology.build_graph(cfg.topology.kind, comm.size, seed=cfg.run.seed,
+                                 params={"degree": cfg.topology.degree})
+    shards = [load_agent_data(cfg.problem, k, comm.size, cfg.run.seed) for k in range(comm.size)]
+    expected = dgd_matrix_form(graph, shards, resolve_l2(cfg.problem), 0.1, T,
+                               gradient_at == "fused", float(box))
+    if box != "inf":
+        assert np.any(np.abs(expected) == float(box))  # the projection is exercised
+    np.testing.assert_allclose(result.models, expected, rtol=0, atol=1e-10)
 
 
 @pytest.mark.mpi(min_size=3)

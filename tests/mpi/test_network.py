@@ -1,10 +1,13 @@
-"""Network under mpiexec: neighbour collectives, point to point, and the traffic meter."""
+"""Network under mpiexec: neighbour collectives, channels, point to point, and the meter."""
+import contextlib
+
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 from mpi_privopt import topology
 from mpi_privopt.network import Network, NotANeighbourError
+from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.release import Release
 from mpi_privopt.traffic import assemble_matrices
 
@@ -104,11 +107,13 @@ def test_raw_arrays_are_refused(comm):
 @pytest.mark.parametrize("kind,directed", [("erdos-renyi", False), ("ring", True), ("star", False)])
 def test_metered_bytes_equal_the_analytic_count(comm, kind, directed):
     graph, net = make_network(comm, kind, directed=directed, seed=3)
-    dims, rounds = {"w": (8, np.float64), "s": (3, np.float32)}, 11
+    dims, rounds = {"w": (8, np.float64), "s": (3, np.float32), "c": (6, np.float32)}, 11
     out = np.empty((net.n_in, 8))
-    for _ in range(rounds):
+    channel = net.broadcast_channel("c", 6, dtype=np.float32, buffers=2)
+    for n in range(rounds):
         net.broadcast(Release.public(np.ones(8)), "w", out=out)
         net.scatter([Release.public(np.ones(3, dtype=np.float32))] * net.n_out, "s")
+        channel.exchange(Release.public(channel.sends[n % 2]))
     rows = comm.gather(net.meter.rows(comm.size))
     net.free()
     if comm.rank != 0:
@@ -147,4 +152,45 @@ def test_receive_listeners_see_exactly_what_arrives(comm):
         ("x", 4, net.in_neighbors), ("y", 5, net.in_neighbors)]
     np.testing.assert_array_equal(recorder.seen[0][3], got)
     np.testing.assert_array_equal(recorder.seen[1][3], got_nb)
+    net.free()
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("persistent", [True, False])
+@pytest.mark.parametrize("kind,directed", [("ring", False), ("complete", False),
+                                           ("erdos-renyi", False), ("star", False),
+                                           ("ring", True)])
+def test_channel_delivers_what_broadcast_delivers(comm, kind, directed, persistent, as_mpi3):
+    _, net = make_network(comm, kind, directed=directed)
+    with contextlib.nullcontext() if persistent else as_mpi3(net):
+        channel = net.broadcast_channel("x", 5, buffers=2)
+    assert channel.persistent == persistent
+    releases = [Release.public(send) for send in channel.sends]
+    for n in range(6):  # alternating buffers, new contents every round
+        send = channel.sends[n % 2]
+        send[:] = np.arange(5) + 100 * comm.rank + 1000 * n
+        got = channel.exchange(releases[n % 2])
+        expected = net.broadcast(Release.public(send.copy()), "check")
+        np.testing.assert_array_equal(got, expected)
+        for row, source in zip(got, net.in_neighbors):
+            np.testing.assert_array_equal(row, np.arange(5) + 100 * source + 1000 * n)
+    net.free()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_channel_books_and_shows_every_exchange(comm):
+    _, net = make_network(comm, "erdos-renyi", seed=5)
+    ledger = Ledger(comm.rank, net.out_neighbors, 1e-5)
+    net.add_listener(ledger)
+    recorder = Recorder()
+    net.receive_listeners.append(recorder)
+    channel = net.broadcast_channel("c", 2, buffers=2)
+    for n in range(5):
+        net.round = n
+        channel.sends[n % 2][:] = [comm.rank, n]
+        got = channel.exchange(Release.nonprivate(channel.sends[n % 2]))
+        np.testing.assert_array_equal(recorder.seen[-1][3], got)
+    assert [(p, r, s) for p, r, s, _ in recorder.seen] == [
+        ("c", n, net.in_neighbors) for n in range(5)]
+    assert all(ledger.links[v].nonprivate == 5 for v in net.out_neighbors)
     net.free()
