@@ -53,6 +53,8 @@ class Algorithm(ABC):
 
     #: Params fields that must be strictly positive.
     positive: ClassVar[tuple[str, ...]] = ()
+    #: Params fields that must be >= 0, with what the field means (said when it is not).
+    non_negative: ClassVar[dict[str, str]] = {}
     #: Params fields that name one of a few options, with the options; a field is checked
     #: only where the method's Params has it.
     choices: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -68,6 +70,11 @@ class Algorithm(ABC):
             if not value > 0:
                 raise ConfigError(f"algorithm.{key} = {value} must be positive for {cls.name!r}",
                                   f"set algorithm.{key} to a value > 0")
+        for key, meaning in cls.non_negative.items():
+            value = getattr(params, key)
+            if not value >= 0:
+                raise ConfigError(f"algorithm.{key} = {value} must be >= 0 for {cls.name!r}",
+                                  f"{meaning}; set algorithm.{key} to a value >= 0")
         for key, options in cls.choices.items():
             value = getattr(params, key, None)
             if value is not None and value not in options:

@@ -10,7 +10,7 @@ from ..privacy.release import Release
 from ..problems.polynomial import Polynomial, basis_size, monomial_basis
 from .base import register
 from .dgd import DGD
-from .rss import certificate_report
+from .rss import ADVERSARIES_MEANING, certificate_report
 
 FS_NOTE = ("FS: DGD on the obfuscated objective f-hat; not differential privacy; "
            "see the topology certificate")
@@ -87,6 +87,8 @@ class FunctionSharing(DGD):
         cross_terms: bool = True
         adversaries: int = 1
 
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
+
     @classmethod
     def validate(cls, params) -> None:
         super().validate(params)
@@ -96,9 +98,6 @@ class FunctionSharing(DGD):
         if params.degree < 1:
             raise ConfigError(f"algorithm.degree = {params.degree} must be >= 1",
                               "the largest total degree of the shared polynomials")
-        if params.adversaries < 0:
-            raise ConfigError(f"algorithm.adversaries = {params.adversaries} must be >= 0",
-                              "the number f of colluding agents the certificate is checked for")
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -29,6 +29,8 @@ NB_SHARE_NOTE = ("RSS-NB noise share s^{j,i} (data-independent, secret to the li
 LB_NOTE = ("RSS-LB structured randomization: not differential privacy; "
            "see the topology certificate")
 
+#: what algorithm.adversaries means (said when it is out of range)
+ADVERSARIES_MEANING = "the number f of colluding agents the topology certificate is checked for"
 RSS_SCOPE = ("Gade & Vaidya prove Theorem 2 for FS only; for RSS the conditions are "
              "necessary (a coalition that violates them recovers gradients exactly) but no "
              "guarantee is proved, and zero-mean noise can be averaged out over iterations")
@@ -69,6 +71,7 @@ class _StructuredRandomization(DGD):
     private = False
     scope: ClassVar[str] = RSS_SCOPE
     Params = RSSParams
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
 
     @property
     def fused_gradient(self) -> bool:
@@ -81,9 +84,6 @@ class _StructuredRandomization(DGD):
         if not (params.delta >= 0 and math.isfinite(params.delta)):
             raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
                               "Delta bounds the perturbation; 0 gives plain DGD")
-        if params.adversaries < 0:
-            raise ConfigError(f"algorithm.adversaries = {params.adversaries} must be >= 0",
-                              "the number f of colluding agents the certificate is checked for")
 
     def report(self) -> dict:
         return certificate_report(self.agent, self.params.adversaries, self.scope)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..errors import PrivacyBudgetExceeded
-from .accountants import GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEvent, ZCDPEvent
+from .accountants import (GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEvent,
+                          PureDPEvent, ZCDPEvent)
 from .calibration import calibrate_gdp_mu, calibrate_zcdp_total
 from .conversions import gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight
 from .release import NONPRIVATE, PUBLIC, Release
@@ -82,7 +83,7 @@ class Loss:
             self.rho += 0.5 * mu2  # GaussianEvent.rho
             self.mu2 += mu2
             self.pure_only = False
-        elif isinstance(event, LaplaceEvent):
+        elif isinstance(event, (LaplaceEvent, PureDPEvent)):
             epsilon = event.epsilon
             self.rho += epsilon ** 2 / 2
             self.pure += epsilon

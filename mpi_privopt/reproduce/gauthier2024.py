@@ -296,7 +296,7 @@ def tradeoff_figure(runs, problem, methods, epsilons, out: Path, name: str,
             if not members:
                 continue
             final = np.array([m["summary"]["final_error"] for m in members])
-            ledger = [worst_link(m["privacy"], "epsilon") for m in members]
+            tight = [worst_link(m["privacy"], "epsilon_tight") for m in members]
             exact = [worst_link(m["privacy"], "epsilon_exact") for m in members]
             standard = [worst_link(m["privacy"], "epsilon_standard") for m in members]
             xs.append(eps)
@@ -306,7 +306,7 @@ def tradeoff_figure(runs, problem, methods, epsilons, out: Path, name: str,
                          "mean_final_error": float(final.mean()),
                          "min": float(final.min()), "max": float(final.max()),
                          "median": float(np.median(final)), "runs": len(members),
-                         "ledger_epsilon_tight": float(max(ledger)),
+                         "ledger_epsilon_tight": float(max(tight)),
                          "ledger_epsilon_standard": float(max(standard)),
                          "ledger_epsilon_exact": float(max(exact)),
                          "launched_privacy_epsilon": members[0]["spec"].epsilon})

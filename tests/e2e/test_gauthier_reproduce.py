@@ -38,6 +38,10 @@ def test_quick_reproduction_writes_every_figure_with_its_csv(tmp_path):
              for r in rows(out / "fig1_elastic_net_tradeoff.csv")}
     assert table[("zcdp-nfl", 1.0)] < table[("eps-delta-nfl", 1.0)]
     assert table[("zcdp-nfl", 100.0)] < table[("zcdp-nfl", 1.0)]
+    # Each ledger column holds its own conversion: exact < tight (CKS) <= standard.
+    for r in rows(out / "fig1_elastic_net_tradeoff.csv"):
+        exact, tight = float(r["ledger_epsilon_exact"]), float(r["ledger_epsilon_tight"])
+        assert exact < tight <= float(r["ledger_epsilon_standard"]), r
     # Every private run of the sweep stays within its budget by the ledger.
     for r in rows(out / "runs.csv"):
         if r["epsilon"] != "inf" and r["conversion"] == "standard":

@@ -42,6 +42,7 @@ def test_dgd_defaults_are_unchanged():
     (["algorithm.name=rss-lb", "algorithm.noise=cube"], "noise"),
     (["algorithm.name=rss-lb", "algorithm.scale=huge"], "scale"),
     (["algorithm.name=rss-lb", "algorithm.adversaries=-1"], "adversaries"),
+    (["algorithm.name=fs", "algorithm.adversaries=-2"], "adversaries = -2 must be >= 0"),
     (["algorithm.name=rss-nb", "algorithm.init=spread"], "finite algorithm.box"),
     (["algorithm.name=dgd", "algorithm.gradient_at=mine"], "gradient_at"),
     (["algorithm.name=dgd", "algorithm.box=0.0"], "box"),

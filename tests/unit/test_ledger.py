@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import PrivacyBudgetExceeded
-from mpi_privopt.privacy.accountants import GaussianEvent, LaplaceEvent
+from mpi_privopt.privacy.accountants import (GaussianEvent, LaplaceEvent, PureDPAccountant,
+                                             PureDPEvent, ZCDPAccountant)
 from mpi_privopt.privacy.calibration import calibrate_gdp_mu, calibrate_zcdp_total
 from mpi_privopt.privacy.conversions import gaussian_exact_eps, zcdp_to_eps_tight
 from mpi_privopt.privacy.ledger import Ledger, Loss
@@ -71,6 +72,21 @@ def test_laplace_reports_pure_epsilon():
     assert eps["exact"] is None
     assert eps["best"] == min(eps["pure"], eps["tight"])
     assert ledger.links[1].rho == pytest.approx(10 * 0.01 / 2)
+
+
+def test_a_pure_dp_event_is_booked_as_the_accountant_composes_it():
+    ledger = Ledger(0, [1], delta=1e-5)
+    events = [PureDPEvent(0.3), LaplaceEvent(1.0, 5.0), PureDPEvent(0.1)]
+    for event in events:
+        ledger.on_release(Release(np.zeros(1), PRIVATE, event), [1], "x", 1)
+    zcdp, pure = ZCDPAccountant(), PureDPAccountant()
+    for event in events:
+        zcdp.compose(event)
+        pure.compose(event)
+    link = ledger.links[1]
+    assert link.rho == pytest.approx(zcdp.rho)
+    assert link.pure == pytest.approx(pure.epsilon) == pytest.approx(0.6)
+    assert link.epsilon(1e-5)["pure"] == pytest.approx(0.6)
 
 
 def test_budget_guard_refuses_the_release_that_would_exceed():
