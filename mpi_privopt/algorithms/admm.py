@@ -52,17 +52,21 @@ class LinearizedADMM(Algorithm):
         super().__init__(agent, params)
         p = agent.problem.n_features
         self.w = np.zeros(p)
-        self.wt = np.zeros(p)
+        # wt^(n-1) and wt^(n) live in the two send buffers of a persistent broadcast: the
+        # release of step n is written into the buffer wt^(n-1) is not in (``spare``).
+        self._channel = agent.net.broadcast_channel("w", p, buffers=2)
+        self.wt, self.spare = self._channel.sends
         self.gamma = np.zeros(p)
-        self._received = np.zeros((agent.net.n_in, p))
         # sum_l wt_l: needed by the dual update at the end of iteration n and by the primal
         # update at the start of n+1; summed once when the values arrive.
         self.neighbour_sum = np.zeros(p)
         self.degree = agent.net.n_in
 
-    def perturb(self, w: np.ndarray, n: int, eta: float) -> Release:
-        """Turn the clean iterate into what is sent; here, as it is (non-private)."""
-        return Release.nonprivate(w)
+    def perturb(self, w: np.ndarray, n: int, eta: float, out: np.ndarray) -> Release:
+        """Turn the clean iterate into what is sent, written into ``out``; here, as it is
+        (non-private)."""
+        np.copyto(out, w)
+        return Release.nonprivate(out)
 
     def step(self, n: int) -> None:
         rho, d = self.params.rho, self.degree
@@ -70,13 +74,14 @@ class LinearizedADMM(Algorithm):
         g = self.agent.problem.subgradient(self.wt)
         disagreement = d * self.wt - self.neighbour_sum
         self.w = self.wt - (g + self.gamma + rho * disagreement) / (1.0 / eta + 2.0 * rho * d)
-        self.exchange(self.perturb(self.w, n, eta))
+        self.exchange(self.perturb(self.w, n, eta, self.spare))
 
     def exchange(self, release: Release) -> None:
-        """Phase "w": send wt_k (the release), receive the neighbours', update gamma_k."""
+        """Phase "w": send wt_k (the release, made in :attr:`spare`), receive the
+        neighbours', update gamma_k."""
         rho, d = self.params.rho, self.degree
-        self.wt = release.payload
-        received = self.agent.net.broadcast(release, "w", out=self._received)
+        received = self._channel.exchange(release)
+        self.spare, self.wt = self.wt, release.payload
         self.neighbour_sum = received.sum(axis=0)
         self.gamma = self.gamma + rho * (d * self.wt - self.neighbour_sum)
 

@@ -144,4 +144,4 @@ class PADMM(ZCDPNFL):
         rho, d = self.params.rho, self.degree
         consensus = d * self.wt + self.neighbour_sum  # 2 sum_l (wt_k + wt_l)/2
         self.w = self.local_minimiser(self.wt, self.gamma - rho * consensus)
-        self.exchange(self.release_iterate(self.w, n, self.sensitivity()))
+        self.exchange(self.release_iterate(self.w, n, self.sensitivity(), self.spare))

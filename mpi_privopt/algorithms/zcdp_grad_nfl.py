@@ -59,8 +59,10 @@ class ZCDPGradNFL(PerturbedRelease, Algorithm):
         self.self_weight, self.neighbor_weights = agent.mixing_row()
         p = agent.problem.n_features
         self.w = np.zeros(p)
-        self.wt = np.zeros(p)
-        self._received = np.zeros((net.n_in, p))
+        # wt in the two send buffers of a persistent broadcast, as in LinearizedADMM
+        self._channel = net.broadcast_channel("w", p, buffers=2)
+        self.wt, self._spare = self._channel.sends
+        self._received = self._channel.received
         self.init_noise()
 
     def sensitivity(self, alpha: float) -> float:
@@ -71,9 +73,9 @@ class ZCDPGradNFL(PerturbedRelease, Algorithm):
         alpha = step_size(self.params.schedule, self.params.step, n)
         g = self.agent.problem.subgradient(self.wt)
         self.w = self.self_weight * self.wt + self.neighbor_weights @ self._received - alpha * g
-        release = self.release_iterate(self.w, n, self.sensitivity(alpha))
-        self.wt = release.payload
-        self.agent.net.broadcast(release, "w", out=self._received)
+        release = self.release_iterate(self.w, n, self.sensitivity(alpha), self._spare)
+        self._channel.exchange(release)
+        self._spare, self.wt = self.wt, release.payload
 
     @property
     def estimate(self) -> np.ndarray:

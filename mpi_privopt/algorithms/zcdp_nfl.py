@@ -112,14 +112,17 @@ class PerturbedRelease:
         phi_n = self.phi1 * self.params.tau ** (-(n - 1))
         return sensitivity / math.sqrt(2.0 * phi_n)
 
-    def release_iterate(self, w: np.ndarray, n: int, sensitivity: float) -> Release:
-        """``w + N(0, sigma_k(n)^2 I)`` as a private release (or ``w`` itself if noiseless)."""
+    def release_iterate(self, w: np.ndarray, n: int, sensitivity: float,
+                        out: np.ndarray) -> Release:
+        """``w + N(0, sigma_k(n)^2 I)`` written into ``out``, as a private release (or ``w``
+        itself, copied, if noiseless)."""
         if self.params.noiseless:
-            return Release.nonprivate(w)
+            np.copyto(out, w)
+            return Release.nonprivate(out)
         sigma = self.noise_sigma(n, sensitivity)
         self.sigmas.append(sigma)
         self.sensitivities.append(sensitivity)
-        return self.mechanism.release(w, sensitivity, sigma)
+        return self.mechanism.release(w, sensitivity, sigma, out=out)
 
     def noise_report(self) -> dict:
         if self.params.noiseless:
@@ -200,5 +203,6 @@ class ZCDPNFL(PerturbedRelease, LinearizedADMM):
         return zcdp_nfl_sensitivity(problem.clip, problem.n_samples, self.params.rho,
                                     self.degree, eta)
 
-    def perturb(self, w: np.ndarray, n: int, eta: float) -> Release:
-        return self.release_iterate(w, n, 0.0 if self.params.noiseless else self.sensitivity(eta))
+    def perturb(self, w: np.ndarray, n: int, eta: float, out: np.ndarray) -> Release:
+        return self.release_iterate(w, n, 0.0 if self.params.noiseless else self.sensitivity(eta),
+                                    out)

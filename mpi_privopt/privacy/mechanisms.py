@@ -25,17 +25,20 @@ class GaussianMechanism:
     def __init__(self, noise) -> None:
         self.noise = noise
 
-    def release(self, value: np.ndarray, sensitivity: float, sigma: float) -> Release:
+    def release(self, value: np.ndarray, sensitivity: float, sigma: float,
+                out: np.ndarray | None = None) -> Release:
         """Perturb ``value`` and return it with its :class:`GaussianEvent`.
 
         The value is first rounded to the noise source's lattice (a no-op in fast mode), and
         the event books the sensitivity that rounding can add, so the secure sampler's
-        guarantee holds as accounted.
+        guarantee holds as accounted. ``out``: where to write the noisy value (a channel's
+        send buffer); a new array by default.
         """
         value = self.noise.round_to_grid(value)
         booked = self.noise.effective_sensitivity(float(sensitivity), value.size, "l2")
         event = GaussianEvent(sensitivity=booked, sigma=float(sigma))
-        return Release(value + self.noise.gaussian(event.sigma, value.shape), PRIVATE, event)
+        noisy = np.add(value, self.noise.gaussian(event.sigma, value.shape), out=out)
+        return Release(noisy, PRIVATE, event)
 
 
 class LaplaceMechanism:
@@ -44,9 +47,11 @@ class LaplaceMechanism:
     def __init__(self, noise) -> None:
         self.noise = noise
 
-    def release(self, value: np.ndarray, sensitivity: float, scale: float) -> Release:
-        """Perturb ``value`` and return it with its :class:`LaplaceEvent` (rounded as above)."""
+    def release(self, value: np.ndarray, sensitivity: float, scale: float,
+                out: np.ndarray | None = None) -> Release:
+        """Perturb ``value`` and return it with its :class:`LaplaceEvent` (as above)."""
         value = self.noise.round_to_grid(value)
         booked = self.noise.effective_sensitivity(float(sensitivity), value.size, "l1")
         event = LaplaceEvent(sensitivity=booked, scale=float(scale))
-        return Release(value + self.noise.laplace(event.scale, value.shape), PRIVATE, event)
+        noisy = np.add(value, self.noise.laplace(event.scale, value.shape), out=out)
+        return Release(noisy, PRIVATE, event)

@@ -70,7 +70,9 @@ def make_padmm(clip, rho=0.7, degree=3, K=5):
     X = rng.standard_normal((50, 8))
     y = X @ rng.standard_normal(8) + 0.1 * rng.standard_normal(50)
     problem = LocalProblem(X, y, "squared", l1=0.0, l2=1.0, n_agents=K, clip=clip)
-    net = SimpleNamespace(n_in=degree)
+    # only the local solve is exercised: a network that hands out buffers and sends nothing
+    net = SimpleNamespace(n_in=degree, broadcast_channel=lambda phase, p, buffers: SimpleNamespace(
+        sends=tuple(np.zeros(p) for _ in range(buffers)), received=np.zeros((degree, p))))
     agent = SimpleNamespace(id=0, problem=problem, net=net, noise=agent_noise("fast", 0, 0),
                             privacy=SimpleNamespace(epsilon=1.0, delta=1e-5), iterations=10)
     params = ALGORITHMS["p-admm"].Params(rho=rho)

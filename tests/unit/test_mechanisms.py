@@ -17,6 +17,18 @@ def test_fast_gaussian_release_is_value_plus_the_agents_stream():
     assert release.event.rho == pytest.approx(0.04 / (2 * 2.25))
 
 
+@pytest.mark.parametrize("mechanism", [GaussianMechanism, LaplaceMechanism])
+def test_a_release_into_a_given_buffer_is_the_same_release(mechanism):
+    value = np.arange(4.0)
+    fresh = mechanism(agent_noise("fast", 2, 1)).release(value, 0.3, 2.0)
+    buffer = np.full(4, np.nan)
+    into = mechanism(agent_noise("fast", 2, 1)).release(value, 0.3, 2.0, out=buffer)
+    assert into.payload is buffer
+    np.testing.assert_array_equal(buffer, fresh.payload)
+    assert into.event == fresh.event
+    np.testing.assert_array_equal(value, np.arange(4.0))   # the clean value is untouched
+
+
 def test_laplace_release_books_pure_epsilon():
     release = LaplaceMechanism(agent_noise("fast", 0, 0)).release(np.zeros(4), 1.0, 4.0)
     assert release.event.epsilon == pytest.approx(0.25)
