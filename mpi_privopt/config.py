@@ -268,6 +268,7 @@ def load_config(source: str | None = None, overrides: list[str] | None = None) -
 def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
     from .algorithms import ALGORITHMS
+    from .privacy.noise import NOISE_MODES
     from .problems import ProblemConfig, validate_problem_config
     from .topology import TOPOLOGIES
 
@@ -297,7 +298,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if not 0 < privacy.delta < 1:
         raise ConfigError(f"privacy.delta = {privacy.delta} must be in (0, 1)",
                           "a usual choice is 1e-5, or below 1/(samples per agent)")
-    if privacy.noise not in ("fast", "secure"):  # privacy.noise.NOISE_MODES, without numpy
+    if privacy.noise not in NOISE_MODES:
         raise ConfigError(f"privacy.noise = {privacy.noise!r} is unknown",
                           "use 'fast' (reproducible experiments) or 'secure' (deployment)")
     run = build_section(RunConfig, raw.get("run", {}), "run")

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..agent import Agent
 from ..errors import ConfigError
-from ..privacy.calibration import ZCDP_CONVERSIONS
 from .steps import SCHEDULES
 
 ALGORITHMS: dict[str, type["Algorithm"]] = {}
@@ -57,10 +56,7 @@ class Algorithm(ABC):
     non_negative: ClassVar[dict[str, str]] = {}
     #: Params fields that name one of a few options, with the options; a field is checked
     #: only where the method's Params has it.
-    choices: ClassVar[dict[str, tuple[str, ...]]] = {
-        "schedule": SCHEDULES,
-        "conversion": ZCDP_CONVERSIONS,
-    }
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {"schedule": SCHEDULES}
 
     @classmethod
     def validate(cls, params: "Algorithm.Params") -> None:

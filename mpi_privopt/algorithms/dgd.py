@@ -79,6 +79,9 @@ class DGD(Algorithm):
     choices = {**Algorithm.choices, "init": INITS, "gradient_at": GRADIENT_POINTS}
     #: the note the ledger keeps with phase "x" releases
     release_note: ClassVar[str] = ""
+    #: whether phase "x" is sent (through a persistent channel); methods that override
+    #: :meth:`fuse` to send something else set it False
+    sends_x: ClassVar[bool] = True
 
     @classmethod
     def validate(cls, params) -> None:
@@ -94,23 +97,27 @@ class DGD(Algorithm):
         super().__init__(agent, params)
         net = agent.net
         self.self_weight, self.neighbor_weights = agent.mixing_row()
-        # x^(n) and x^(n+1) live in the two send buffers of a persistent broadcast: the
-        # step writes the next iterate into the buffer the last one is not in, so the
-        # exchange runs on fixed buffers (set up once) and the previous iterate stays
-        # readable until the step after.
-        self._channel = net.broadcast_channel("x", agent.problem.n_features, buffers=2)
-        self.x, self._spare = self._channel.sends
+        # x^(n) and x^(n+1) live in two buffers, those of a persistent broadcast when x is
+        # sent: the step writes the next iterate into the buffer the last one is not in,
+        # so the exchange runs on fixed buffers (set up once) and the previous iterate
+        # stays readable until the step after.
+        dim = agent.problem.n_features
+        if self.sends_x:
+            channel = net.broadcast_channel("x", dim, buffers=2)
+            buffers, self._received = channel.sends, channel.received
+            self._exchange = channel.exchange
+        else:
+            buffers, self._received = (np.zeros(dim), np.zeros(dim)), np.zeros((net.n_in, dim))
+        self.x, self._spare = buffers
         self.x[...] = initial_point(agent, params.init, params.box)
         # A release only wraps its buffer, so each buffer's release is made once.
         self._release, self._spare_release = (
-            Release.nonprivate(buffer, self.release_note) for buffer in self._channel.sends)
-        self._received = self._channel.received
+            Release.nonprivate(buffer, self.release_note) for buffer in buffers)
         #: the function whose gradient the agent follows (FS replaces it by f-hat)
         self.objective = agent.problem
         #: where the last gradient was taken (v_k, or x_k for gradient_at = "own")
         self.gradient_point = self.x
         # Fixed for the run; read once here rather than on every step.
-        self._exchange = self._channel.exchange
         self._fused = self.fused_gradient
         self._projected = math.isfinite(params.box)  # no projection onto X = R^D
         self._constant_step = params.schedule == "constant"

@@ -11,6 +11,13 @@ from .zcdp_nfl import ZCDPNFL, NoiseParams
 MECHANISMS = ("classical", "analytic")
 
 
+def largest_release_epsilon(epsilon: float, delta: float, T: int, tau: float) -> float:
+    """The largest per-release eps_n of the basic-composition schedule (the classical
+    Gaussian mechanism holds only below 1)."""
+    eps_n, _ = basic_composition_schedule(epsilon, delta, T, tau)
+    return float(eps_n.max())
+
+
 @register
 class EpsDeltaNFL(ZCDPNFL):
     r"""(epsilon, delta)DP-NFL, the baseline of Gauthier et al. 2024 (Sec. 5).
@@ -72,12 +79,11 @@ class EpsDeltaNFL(ZCDPNFL):
                 f"but run.iterations = {cfg.run.iterations}",
                 "set algorithm.horizon = 0 (or >= run.iterations): basic composition has "
                 "no budget left for releases past T")
-        eps_n, _ = basic_composition_schedule(cfg.privacy.epsilon, cfg.privacy.delta, T,
-                                              params.tau)
-        if params.mechanism == "classical" and eps_n.max() >= 1.0:
+        largest = largest_release_epsilon(cfg.privacy.epsilon, cfg.privacy.delta, T, params.tau)
+        if params.mechanism == "classical" and largest >= 1.0:
             raise ConfigError(
                 f"privacy.epsilon = {cfg.privacy.epsilon} over T = {T} gives a per-release "
-                f"eps_n up to {eps_n.max():.4g} >= 1, where the classical Gaussian "
+                f"eps_n up to {largest:.4g} >= 1, where the classical Gaussian "
                 "mechanism does not hold",
                 "set algorithm.mechanism = analytic, or lower privacy.epsilon")
 

@@ -10,7 +10,7 @@ from ..privacy.release import Release
 from ..problems.polynomial import Polynomial, basis_size, monomial_basis
 from .base import register
 from .dgd import DGD
-from .rss import ADVERSARIES_MEANING, certificate_report
+from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 
 FS_NOTE = ("FS: DGD on the obfuscated objective f-hat; not differential privacy; "
            "see the topology certificate")
@@ -116,9 +116,8 @@ class FunctionSharing(DGD):
         net, params = self.agent.net, self.params
         basis = monomial_basis(self.agent.problem.n_features, params.degree, params.cross_terms)
         self.shares_sent = params.sigma * self.agent.rng.standard_normal((net.n_out, len(basis)))
-        received = net.scatter([Release.nonprivate(c, note=FS_SHARE_NOTE)
-                                for c in self.shares_sent], "fs-setup")
-        self.shares_received = received
+        self.shares_received = net.scatter([Release.nonprivate(c, note=FS_SHARE_NOTE)
+                                            for c in self.shares_sent], "fs-setup")
         self.noise_function = Polynomial(
             basis, self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0))
         self.objective = SharedObjective(self.agent.problem, self.noise_function)
@@ -134,4 +133,4 @@ class FunctionSharing(DGD):
         scope = (f"Gade & Vaidya Theorem 2 (FS): a coalition of f passive agents cannot tell "
                  f"f_j from f_j + q for any q in the share class ({cls}); stated in the paper "
                  f"for polynomial objectives")
-        return certificate_report(self.agent, self.params.adversaries, scope)
+        return certificate_report(self.agent.graph, self.params.adversaries, scope)

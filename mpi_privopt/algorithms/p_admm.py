@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 
 from ..errors import ConfigError
-from ..problems.config import problem_loss, problem_spec
+from ..problems.config import configured_l1, problem_loss
 from .base import register
 from .zcdp_nfl import ZCDPNFL, ZCDPParams
 
@@ -67,7 +67,7 @@ class PADMM(ZCDPNFL):
     def validate_config(cls, cfg) -> None:
         super().validate_config(cfg)
         loss = problem_loss(cfg.problem)
-        l1 = problem_spec(cfg.problem).l1 if cfg.problem.l1 is None else cfg.problem.l1
+        l1 = configured_l1(cfg.problem)
         if loss.name != "squared" or l1 != 0:
             raise ConfigError(
                 f"{cls.name} minimises f_k exactly, which it can only do for a smooth "
@@ -109,7 +109,7 @@ class PADMM(ZCDPNFL):
         """
         problem = self.agent.problem
         X, mu = problem.X, self.strong_convexity - 2.0 * problem.l2 / problem.n_agents
-        eye = np.eye(problem.n_features)
+        diagonal = np.diag_indices(problem.n_features)
 
         def value(w):
             return (self._surrogate(w) + (problem.l2 / problem.n_agents + 0.5 * mu) * (w @ w)
@@ -124,7 +124,8 @@ class PADMM(ZCDPNFL):
         for _ in range(_NEWTON_ITERATIONS):
             g = gradient(w)
             Xa = X[active]
-            H = (2.0 / problem.n_samples) * (Xa.T @ Xa) + self.strong_convexity * eye
+            H = (2.0 / problem.n_samples) * (Xa.T @ Xa)
+            H[diagonal] += self.strong_convexity
             direction = np.linalg.solve(H, g)
             if np.abs(direction).max() <= 1e-15 * (1.0 + np.abs(w).max()):
                 break
@@ -132,9 +133,10 @@ class PADMM(ZCDPNFL):
             decrease = g @ direction
             slack = 8.0 * np.finfo(float).eps * (1.0 + abs(f0))
             t = 1.0
-            while (trial := value(w - t * direction)) > f0 - 0.25 * t * decrease + slack:
+            while (trial := value(candidate := w - t * direction)) > (
+                    f0 - 0.25 * t * decrease + slack):
                 t *= 0.5
-            w, f0 = w - t * direction, trial  # f0 = value(w) for the next iteration
+            w, f0 = candidate, trial  # f0 = value(w) for the next iteration
             previous, active = active, np.abs(X @ w - problem.y) <= self._threshold
             if t == 1.0 and np.array_equal(active, previous):
                 break  # the exact minimiser of the quadratic piece it lies in: the minimiser

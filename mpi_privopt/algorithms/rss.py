@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.certificate import topology_certificate
+from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 from ..privacy.release import Release
 from .base import register
 from .dgd import DGD
@@ -29,27 +29,9 @@ NB_SHARE_NOTE = ("RSS-NB noise share s^{j,i} (data-independent, secret to the li
 LB_NOTE = ("RSS-LB structured randomization: not differential privacy; "
            "see the topology certificate")
 
-#: what algorithm.adversaries means (said when it is out of range)
-ADVERSARIES_MEANING = "the number f of colluding agents the topology certificate is checked for"
 RSS_SCOPE = ("Gade & Vaidya prove Theorem 2 for FS only; for RSS the conditions are "
              "necessary (a coalition that violates them recovers gradients exactly) but no "
              "guarantee is proved, and zero-mean noise can be averaged out over iterations")
-
-
-def certificate_report(agent, adversaries: int, scope: str) -> dict:
-    """The ``algorithm_report`` entries of the Gade & Vaidya methods."""
-    cert = topology_certificate(agent.graph, adversaries)
-    return {
-        "privacy kind": "structured randomization, not differential privacy "
-                        "(the ledger books every message as non-private: epsilon = inf)",
-        "topology certificate": cert.statement(),
-        "certificate scope": scope,
-        "certificate_f": cert.adversaries,
-        "min_degree": cert.min_degree,
-        "vertex_connectivity": cert.connectivity,
-        "protects_each_agent": cert.protects_each_agent,
-        "protects_subset_sums": cert.protects_subset_sums,
-    }
 
 
 @dataclasses.dataclass
@@ -68,8 +50,8 @@ class RSSParams:
 class _StructuredRandomization(DGD):
     """What RSS-NB and RSS-LB share: the paper's DGD step after a perturbed fusion."""
 
-    private = False
     scope: ClassVar[str] = RSS_SCOPE
+    sends_x = False  # the perturbed states go out instead (phases "w" / "w-link")
     Params = RSSParams
     non_negative = {"adversaries": ADVERSARIES_MEANING}
 
@@ -86,7 +68,7 @@ class _StructuredRandomization(DGD):
                               "Delta bounds the perturbation; 0 gives plain DGD")
 
     def report(self) -> dict:
-        return certificate_report(self.agent, self.params.adversaries, self.scope)
+        return certificate_report(self.agent.graph, self.params.adversaries, self.scope)
 
 
 @register
@@ -138,8 +120,8 @@ class RSSNB(_StructuredRandomization):
                                "s", out=self._shares_in) if net.n_out else None)
         received = states.wait()
         if shares is not None:
-            # a copy: the receive buffer is reused by the next iteration's exchange
-            self.shares_received = shares.wait().copy()
+            # read at the top of the next fuse, before the next exchange reuses the buffer
+            self.shares_received = shares.wait()
         self.shares_sent = upcoming
         return self.self_weight * w + self.neighbor_weights @ received
 
@@ -179,8 +161,6 @@ class RSSLB(_StructuredRandomization):
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
-        if agent.net.in_neighbors != agent.net.out_neighbors:
-            raise ConfigError("rss-lb needs an undirected graph", "set topology.directed = false")
         # Metropolis weights are symmetric, so the column B[i, j] over the out-links
         # equals this agent's row B[j, i]
         self.column_weights = self.neighbor_weights
@@ -191,6 +171,7 @@ class RSSLB(_StructuredRandomization):
         self.link_noise = locally_balanced_noise(
             self.agent.rng, self.column_weights, self.x.size, self.params.delta,
             self.params.noise, self.params.scale)
-        releases = [Release.nonprivate(self.x + alpha * d, note=LB_NOTE) for d in self.link_noise]
+        states = self.x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
+        releases = [Release.nonprivate(row, note=LB_NOTE) for row in states]
         received = net.scatter(releases, "w-link", out=self._received)
         return self.self_weight * self.x + self.neighbor_weights @ received

@@ -12,11 +12,11 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.calibration import calibrate_phi1
+from ..privacy.calibration import ZCDP_CONVERSIONS, calibrate_phi1
 from ..privacy.mechanisms import GaussianMechanism
 from ..privacy.release import Release
 from .admm import LinearizedADMM
-from .base import register
+from .base import Algorithm, register
 
 
 #: Relative margin below the calibrated phi^(1) (see :meth:`PerturbedRelease.calibrate`).
@@ -58,6 +58,8 @@ class PerturbedRelease:
     Subclasses with another accounting (eps-delta-nfl) override :meth:`noise_sigma`.
     With ``noiseless = true`` the iterate goes out in the clear (non-private: unbounded loss).
     """
+
+    choices = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
 
     @classmethod
     def validate(cls, params) -> None:
@@ -204,5 +206,4 @@ class ZCDPNFL(PerturbedRelease, LinearizedADMM):
                                     self.degree, eta)
 
     def perturb(self, w: np.ndarray, n: int, eta: float, out: np.ndarray) -> Release:
-        return self.release_iterate(w, n, 0.0 if self.params.noiseless else self.sensitivity(eta),
-                                    out)
+        return self.release_iterate(w, n, self.sensitivity(eta), out)

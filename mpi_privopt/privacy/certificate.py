@@ -24,7 +24,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["TopologyCertificate", "CoalitionExposure", "topology_certificate", "exposure"]
+__all__ = ["TopologyCertificate", "CoalitionExposure", "topology_certificate", "exposure",
+           "certificate_report", "ADVERSARIES_MEANING"]
+
+#: what ``algorithm.adversaries`` (f) means, said when it is out of range
+ADVERSARIES_MEANING = "the number f of colluding agents the topology certificate is checked for"
 
 
 @dataclass(frozen=True)
@@ -112,3 +116,19 @@ def exposure(graph: nx.Graph, coalition: Iterable[int]) -> CoalitionExposure:
     rest = graph.subgraph(v for v in graph.nodes if v not in inside)
     groups = sorted(tuple(sorted(c)) for c in nx.connected_components(rest))
     return CoalitionExposure(members, exposed, tuple(groups) if len(groups) > 1 else ())
+
+
+def certificate_report(graph: nx.Graph, adversaries: int, scope: str) -> dict:
+    """The run-summary entries of the Gade & Vaidya methods (RSS-NB, RSS-LB, FS)."""
+    cert = topology_certificate(graph, adversaries)
+    return {
+        "privacy kind": "structured randomization, not differential privacy "
+                        "(the ledger books every message as non-private: epsilon = inf)",
+        "topology certificate": cert.statement(),
+        "certificate scope": scope,
+        "certificate_f": cert.adversaries,
+        "min_degree": cert.min_degree,
+        "vertex_connectivity": cert.connectivity,
+        "protects_each_agent": cert.protects_each_agent,
+        "protects_subset_sums": cert.protects_subset_sums,
+    }

@@ -55,23 +55,12 @@ class Release:
         ``note`` says why, when there is more to say than "sent in the clear" (for example
         structured randomization, whose protection is not differential privacy).
         """
-        return cls._unchecked(payload, NONPRIVATE, note)
+        return cls(payload, NONPRIVATE, note=note)
 
     @classmethod
     def public(cls, payload: np.ndarray) -> "Release":
         """Mark a message that does not depend on any private data."""
-        return cls._unchecked(payload, PUBLIC, "")
-
-    @classmethod
-    def _unchecked(cls, payload: np.ndarray, kind: str, note: str) -> "Release":
-        # Called once per message: the checks of __init__ (a known kind, a private
-        # release carries its event) hold by construction for the two callers above.
-        release = object.__new__(cls)
-        release.payload = np.ascontiguousarray(payload)
-        release.kind = kind
-        release.event = None
-        release.note = note
-        return release
+        return cls(payload, PUBLIC)
 
     def __repr__(self) -> str:
         return f"Release(kind={self.kind!r}, shape={self.payload.shape}, event={self.event!r})"

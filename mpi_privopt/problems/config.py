@@ -186,10 +186,15 @@ def auto_l1(xty: np.ndarray) -> float:
     return AUTO_L1_FACTOR * float(np.max(np.abs(xty))) if xty.size else 0.0
 
 
+def configured_l1(cfg: ProblemConfig) -> float | str:
+    """``cfg.l1`` if given, else the problem default; may be "auto" (see :func:`resolve_l1`)."""
+    return problem_spec(cfg).l1 if cfg.l1 is None else cfg.l1
+
+
 def resolve_l1(cfg: ProblemConfig, X_all: np.ndarray, y_all: np.ndarray) -> float:
     """The numeric l1: ``cfg.l1`` if given, else the problem default; "auto" is computed
     as ``0.001 ||X^T y||_inf`` on the globally stacked data ``X_all``, ``y_all``."""
-    l1 = problem_spec(cfg).l1 if cfg.l1 is None else cfg.l1
+    l1 = configured_l1(cfg)
     if l1 == AUTO:
         X_all = np.asarray(X_all, dtype=float)
         y_all = np.asarray(y_all, dtype=float)

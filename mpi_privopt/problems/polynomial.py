@@ -131,8 +131,7 @@ class Polynomial:
         return self.coefficients @ self.basis_gradients(x)
 
     def same_basis(self, other: "Polynomial") -> bool:
-        return self.exponents.shape == other.exponents.shape and \
-            bool(np.array_equal(self.exponents, other.exponents))
+        return bool(np.array_equal(self.exponents, other.exponents))
 
     def _check(self, other: "Polynomial") -> None:
         if not self.same_basis(other):

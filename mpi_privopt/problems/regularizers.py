@@ -22,8 +22,8 @@ def penalty_subgradient(w: np.ndarray, l1: float, l2: float) -> np.ndarray:
     sign(0) = 0 is the minimum-norm element of the l1 subdifferential at 0, so a
     coordinate that sits exactly at zero is not pushed away by the regulariser.
     """
-    # Runs every iteration: build the result with as few array operations as the
-    # coefficients allow.
+    # The definition (tests check the gradient against it); LocalProblem.subgradient adds
+    # the same terms in place with the 1/K shares folded.
     if l2:
         g = (2.0 * l2) * w
         if l1:

@@ -39,8 +39,8 @@ from ..results import write_json
 from . import find_mpiexec, launch, log, worker, write_csv
 from ._gade2017 import figures
 from ._gade2017.data import write_breast_cancer
-from ._gade2017.jobs import (AGENTS, BATCH_JOBS, FIG1_DELTAS, FIG1_LEVELS, FIG1_SIGMAS,
-                             PROGRESS, attack_jobs, figure1_jobs, figure2_jobs, run_job)
+from ._gade2017.jobs import (AGENTS, BATCH_JOBS, FIG1_LEVELS, PROGRESS, attack_jobs,
+                             figure1_jobs, figure2_jobs, run_job, series_name)
 
 FULL = {"iterations": 20000, "seeds": 3, "checkpoints": (1, 3, 10, 30, 100, 300, 1000),
         "attack_iterations": 3000, "ml_attacks": True}
@@ -96,10 +96,11 @@ def main(argv: list[str]) -> int:
     fig1 = figure1_jobs(plan["iterations"], plan["seeds"])
     run_jobs(fig1)
     bands = figures.seed_bands(out, fig1)
-    rss = ["dgd"] + [f"{m}-d{d:g}" for m in ("rss-nb", "rss-lb") for d in FIG1_DELTAS]
+    rss = ["dgd"] + [series_name(m, n) for m, n in FIG1_LEVELS if m != "fs"]
+    fs = ["dgd"] + [series_name(m, n) for m, n in FIG1_LEVELS if m == "fs"]
     figures.convergence_figure(bands, rss, out / "fig1.png",
                                "Figure 1: DGD, RSS-NB and RSS-LB on the 5-cycle")
-    figures.convergence_figure(bands, ["dgd"] + [f"fs-s{s:g}" for s in FIG1_SIGMAS],
+    figures.convergence_figure(bands, fs,
                                out / "fig1-fs.png", "FS on the Figure 1 problem (not in the paper)")
 
     log("Figure 2 stand-in: logistic regression on breast cancer, C5 and K5")
@@ -124,7 +125,7 @@ def main(argv: list[str]) -> int:
     checkpoints = [1000, 10000, plan["iterations"]]
     last = max(plan["checkpoints"])
     summary = {
-        "plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
+        "plan": plan,
         "figure1": _fig1_numbers(bands, sorted(set(checkpoints))),
         "figure2_final_accuracy": [r for r in accuracy if r["iteration"] == last],
         "attacks": rows,

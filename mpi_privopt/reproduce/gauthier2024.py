@@ -59,6 +59,8 @@ RHO = 1.0
 ETA = {"elastic-net": 1.0, "lad": 0.3, "ridge": 1.0}
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 LEARNING_EPSILONS = (10.0, 100.0)
+#: the methods run without noise (epsilon = inf), drawn dashed
+NON_PRIVATE = ("admm", "dgd", "exact-admm")
 STEP_GRID = (0.03, 0.05, 0.07, 0.1, 0.14, 0.2, 0.3)
 MATCH_ITERATIONS = 20
 TOPOLOGY_SEED = 2024
@@ -93,16 +95,16 @@ class Spec:
     epsilon: float
     seed: int
     overrides: list[str] = field(default_factory=list)
-    conversion: str = "standard"
     #: the constant step of zcdp-grad-nfl and dgd runs (None for the other methods)
     step: float | None = None
     #: what a finished run leaves in its directory (see :func:`mpi_privopt.reproduce.launch`)
     result_file: ClassVar[str] = "summary.json"
 
     @property
-    def launched_epsilon(self) -> float:
-        """The ``privacy.epsilon`` the run is launched with: its budget, epsilon."""
-        return self.epsilon
+    def conversion(self) -> str:
+        """The zCDP conversion the method is calibrated with."""
+        return {"zcdp-nfl-tight": "tight", "zcdp-nfl-exact": "exact"}.get(self.method,
+                                                                           "standard")
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,10 +138,9 @@ def algorithm_overrides(method: str, problem: str, step: float | None = None) ->
 
 def classical_invalid(epsilon: float, T: int) -> bool:
     """Whether the classical Gaussian mechanism fails (some eps_n >= 1) at this budget."""
-    from ..privacy.calibration import basic_composition_schedule
+    from ..algorithms.eps_delta_nfl import largest_release_epsilon
 
-    eps_n, _ = basic_composition_schedule(epsilon, DELTA, T, TAU)
-    return bool(eps_n.max() >= 1.0)
+    return largest_release_epsilon(epsilon, DELTA, T, TAU) >= 1.0
 
 
 def make_spec(problem: str, method: str, epsilon: float, seed: int, T: int,
@@ -152,14 +153,12 @@ def make_spec(problem: str, method: str, epsilon: float, seed: int, T: int,
                  *algorithm_overrides(method, problem, step)]
     if method == "eps-delta-nfl" and classical_invalid(epsilon, T):
         overrides.append("algorithm.mechanism=analytic")
-    overrides.append(f"privacy.epsilon={epsilon!r}" if math.isfinite(epsilon)
-                     else "privacy.epsilon=inf")
-    conversion = {"zcdp-nfl-tight": "tight", "zcdp-nfl-exact": "exact"}.get(method, "standard")
-    eps_tag = "inf" if not math.isfinite(epsilon) else f"{epsilon:g}"
+    overrides.append(f"privacy.epsilon={epsilon!r}")
+    eps_tag = f"{epsilon:g}"
     grad = method in ("zcdp-grad-nfl", "dgd")
     step_tag = f"-a{step:g}" if grad else ""
     key = f"{problem}/{method}{step_tag}/eps{eps_tag}/seed{seed}"
-    return Spec(key, problem, method, epsilon, seed, overrides, conversion, step if grad else None)
+    return Spec(key, problem, method, epsilon, seed, overrides, step if grad else None)
 
 
 def sweep_specs(args, steps: dict[str, float]) -> list[Spec]:
@@ -250,8 +249,7 @@ def match_steps(runs: list[dict], args) -> tuple[dict[str, float], list[dict]]:
 
 def group(runs: list[dict], problem: str, method: str, epsilon: float) -> list[dict]:
     return [r for r in runs if r["spec"].problem == problem and r["spec"].method == method
-            and (r["spec"].epsilon == epsilon or
-                 (math.isinf(epsilon) and math.isinf(r["spec"].epsilon)))]
+            and r["spec"].epsilon == epsilon]
 
 
 def learning_figure(runs, problem, methods, epsilons, out: Path, name: str, T: int) -> list[dict]:
@@ -260,15 +258,15 @@ def learning_figure(runs, problem, methods, epsilons, out: Path, name: str, T: i
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.2), squeeze=False)
     for ax, eps in zip(axes[0], epsilons):
         for method in methods:
-            members = group(runs, problem, method, eps if method not in
-                            ("admm", "dgd", "exact-admm") else math.inf)
+            members = group(runs, problem, method,
+                            math.inf if method in NON_PRIVATE else eps)
             members = [m for m in members if len(m["metrics"]["iteration"]) == T + 1]
             if not members:
                 continue
             curves = np.array([m["metrics"]["error"] for m in members])
             it = members[0]["metrics"]["iteration"]
             mean, lo, hi = curves.mean(0), curves.min(0), curves.max(0)
-            style = "--" if method in ("admm", "dgd", "exact-admm") else "-"
+            style = "--" if method in NON_PRIVATE else "-"
             ax.semilogy(it, mean, style, label=LABELS[method], lw=1.4)
             ax.fill_between(it, lo, hi, alpha=0.18)
             for i, n in enumerate(it):
@@ -350,16 +348,18 @@ def tuning_figure(out: Path, runs: list[dict], steps: dict, rows: list[dict]) ->
 
 def conversion_rows(epsilons, T: int) -> list[dict]:
     """Noise of zCDP-NFL under each conversion at each budget (sigma/Delta at n = 1 and T)."""
-    from ..privacy.calibration import calibrate_phi1, calibrate_zcdp_total
+    from ..privacy.calibration import (calibrate_phi1, calibrate_zcdp_total,
+                                       geometric_zcdp_schedule, noise_multipliers)
 
     rows = []
     for eps in epsilons:
         for conversion in ("standard", "tight", "exact"):
             phi1 = calibrate_phi1(eps, DELTA, T, TAU, conversion)
+            multipliers = noise_multipliers(geometric_zcdp_schedule(phi1, TAU, T))
             rows.append({"epsilon": eps, "conversion": conversion,
                          "Phi": calibrate_zcdp_total(eps, DELTA, conversion), "phi1": phi1,
-                         "sigma_over_delta_n1": math.sqrt(1 / (2 * phi1)),
-                         "sigma_over_delta_nT": math.sqrt(TAU ** (T - 1) / (2 * phi1))})
+                         "sigma_over_delta_n1": float(multipliers[0]),
+                         "sigma_over_delta_nT": float(multipliers[-1])})
     return rows
 
 
@@ -393,7 +393,7 @@ def summarise(out: Path, tables: dict[str, list[dict]], steps: dict, args, secon
     from ..results import write_json
 
     summary = {"ranks": args.ranks, "runs": args.runs, "iterations": args.iterations,
-               "epsilons": list(args.epsilons), "delta": DELTA, "tau": TAU, "clip": CLIP,
+               "epsilons": args.epsilons, "delta": DELTA, "tau": TAU, "clip": CLIP,
                "rho": RHO, "eta": ETA, "grad_steps": steps, "topology_seed": TOPOLOGY_SEED,
                "seconds_this_invocation": seconds, "final_error": {}}
     for name, rows in tables.items():

@@ -151,7 +151,7 @@ def test_reproduction_non_private_specs(method):
 def test_exact_runs_are_launched_with_the_exact_conversion(eps):
     spec = g24.make_spec("elastic-net", "zcdp-nfl-exact", eps, 1000, 200, 1)
     assert "algorithm.conversion=exact" in spec.overrides
-    assert f"privacy.epsilon={eps!r}" in spec.overrides and spec.launched_epsilon == eps
+    assert f"privacy.epsilon={eps!r}" in spec.overrides and spec.epsilon == eps
     # The committed figures launched the same runs as tight runs at tight(Phi_exact(eps)):
     # the same total zCDP, hence the same phi^(1) and the same noise.
     launched = zcdp_to_eps_tight(calibrate_zcdp_total(eps, g24.DELTA, "exact"), g24.DELTA)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...problems.data import classification_labels
+
 __all__ = ["write_breast_cancer", "test_accuracy"]
 
 
@@ -46,6 +48,6 @@ def write_breast_cancer(folder: Path, agents: int, seed: int) -> tuple[Path, Pat
 def test_accuracy(models: np.ndarray, test_path: Path) -> np.ndarray:
     """Test accuracy of each row of ``models`` (labels 0/1 read as -1/+1; sign(0) = +1)."""
     with np.load(test_path) as data:
-        X, y = data["X"], np.where(data["y"] == 0, -1.0, 1.0)
+        X, y = data["X"], classification_labels(data["y"], str(test_path))
     predictions = np.where(np.atleast_2d(models) @ X.T < 0, -1.0, 1.0)
     return (predictions == y).mean(axis=1)

@@ -74,7 +74,8 @@ def method_overrides(method: str, noise: float | None) -> tuple[str, ...]:
     return ()
 
 
-def _series(method: str, noise: float | None) -> str:
+def series_name(method: str, noise: float | None) -> str:
+    """The name of a method's runs at a noise level: ``rss-nb-d10``, ``fs-s0.1``, ``dgd``."""
     if noise is None:
         return method
     return f"{method}-{'d' if method.startswith('rss') else 's'}{noise:g}"
@@ -85,7 +86,7 @@ def figure1_jobs(iterations: int, seeds: int) -> list[Job]:
     jobs = [Job("fig1/dgd", "gade2017-fig1-dgd", (f"run.iterations={iterations}",),
                 meta={"series": "dgd", "seed": 0})]
     for method, noise in FIG1_LEVELS:
-        series = _series(method, noise)
+        series = series_name(method, noise)
         for seed in range(seeds):
             jobs.append(Job(f"fig1/{series}-seed{seed}", f"gade2017-fig1-{method}",
                             method_overrides(method, noise)
@@ -121,7 +122,7 @@ def attack_jobs(iterations: int, methods: list[tuple[str, float | None]],
             where = () if box is None else (f"algorithm.box={box}",)
             suffix = "" if box in (None, ATTACK_BOX) else f"-box{box:g}"
             for method, noise in chosen:
-                series = _series(method, noise)
+                series = series_name(method, noise)
                 key = f"attack/{problem}-{kind}-{'-'.join(map(str, coalition))}{suffix}-{series}"
                 jobs.append(Job(key, f"{prefix}-{method}",
                                 extra + where + method_overrides(method, noise)
