@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 from typing import NoReturn
 
@@ -201,7 +202,15 @@ def fail_user(err: UserError) -> NoReturn:
     os._exit(2)
 
 
+#: seconds a failing rank gives the launcher to forward its message before aborting
+ABORT_GRACE_SECONDS = 0.5
+
+
 def _abort_others(code: int) -> None:
     comm = _world()
     if comm.Get_size() > 1:
+        # The launcher forwards each rank's output asynchronously, and MPI_Abort makes it
+        # kill every process at once: on a loaded machine the message just printed was
+        # sometimes dropped. One pause on this fatal path lets it reach the user.
+        time.sleep(ABORT_GRACE_SECONDS)
         comm.Abort(code)
