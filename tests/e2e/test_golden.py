@@ -1,0 +1,40 @@
+"""The golden set (tests/golden): every registered algorithm and packaged experiment, short
+fixed-seed runs on 4 ranks, against what the code gave before the renovation of issue 11.
+
+Final models, traffic and ledger must be bitwise identical, metrics equal to rtol 1e-12
+(timing excluded). A change that is meant to alter a result re-records the set
+(``python tests/golden/record.py``) and says why in its commit and in docs/architecture.md.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+sys.path.insert(0, str(GOLDEN))
+from cases import RANKS, cases  # noqa: E402
+from compare import differences  # noqa: E402
+
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+@pytest.fixture(scope="module")
+def new_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("golden")
+    proc = subprocess.run([MPIEXEC, "-n", str(RANKS), sys.executable, "-m", "mpi4py",
+                           str(GOLDEN / "run_cases.py"), str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_every_case_is_recorded():
+    assert sorted(p.name for p in (GOLDEN / "data").iterdir()) == sorted(cases())
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+def test_run_equals_its_golden_record(new_runs, name):
+    assert differences(GOLDEN / "data" / name, new_runs / name) == []
