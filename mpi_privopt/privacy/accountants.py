@@ -431,6 +431,8 @@ class PLDAccountant(PrivacyAccountant):
         return max(0.0, float(accountant.get_epsilon(delta)))
 
 
+#: the private events :class:`HeadlineAccountant` counts
+_COUNTED = (GaussianEvent, LaplaceEvent, PureDPEvent, ZCDPEvent)
 #: the order in which conversions are preferred when they give the same epsilon
 _PREFERENCE = ("exact", "pure", "pld", "tight")
 
@@ -482,7 +484,7 @@ class HeadlineAccountant:
             if event.note and event.note not in self.notes:  # type: ignore[attr-defined]
                 self.notes.append(event.note)  # type: ignore[attr-defined]
             return
-        if not isinstance(event, (GaussianEvent, LaplaceEvent, PureDPEvent, ZCDPEvent)):
+        if cls not in _COUNTED and not isinstance(event, _COUNTED):
             raise TypeError(f"the accountant cannot count a {cls.__name__} (an event "
                             "transform that resolves it must be imported)")
         # Sub-accountants are fed directly: the event is valid and supported by each.
@@ -497,7 +499,8 @@ class HeadlineAccountant:
                 self.pure._compose(event, count)
             else:
                 self.pure = None
-        self.pld = self.pld_delta = None  # no longer covers every release
+        if self.pld is not None:
+            self.pld = self.pld_delta = None  # no longer covers every release
 
     def merge(self, other: "HeadlineAccountant") -> None:
         """Add every release ``other`` composed."""

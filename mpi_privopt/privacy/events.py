@@ -91,7 +91,7 @@ class PrivacyEvent:
     record: int | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.unit not in UNITS:
+        if self.unit != "record" and self.unit not in UNITS:
             raise ConfigError(f"event unit {self.unit!r} is not one of {UNITS}",
                               "say whether the release protects one record or a whole dataset")
 
