@@ -297,11 +297,15 @@ class PureDPAccountant(PrivacyAccountant):
 class RDPAccountant(PrivacyAccountant):
     """Renyi DP on a fixed grid of orders: curves add up, converted with CKS over the grid.
 
+    The curves of Gaussian, Laplace and zCDP releases are dp-accounting's (its
+    ``RdpAccountant``); dp-accounting has none for a release known only to be pure
+    eps-DP, whose curve (randomized response, the worst case) is
+    :meth:`PureDPEvent.rdp <mpi_privopt.privacy.events.PureDPEvent.rdp>`.
+
     Parameters
     ----------
     orders : sequence of float, optional
-        Renyi orders (each ``>= 1``, at least one ``> 1``). Defaults to dp-accounting's grid,
-        so results match its ``RdpAccountant``.
+        Renyi orders (each ``>= 1``, at least one ``> 1``). Defaults to dp-accounting's grid.
     """
 
     name = "rdp"
@@ -326,7 +330,9 @@ class RDPAccountant(PrivacyAccountant):
         return np.full_like(self._rdp, math.inf) if self._non_private else self._rdp.copy()
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        self._rdp = self._rdp + count * event.rdp(self._orders)  # type: ignore[attr-defined]
+        curve = (event.rdp(self._orders) if isinstance(event, PureDPEvent)
+                 else _dp_accounting_rdp(event, self._orders))
+        self._rdp = self._rdp + count * curve
 
     def _merge(self, other: "RDPAccountant") -> None:
         if not np.array_equal(self._orders, other._orders):
@@ -341,6 +347,24 @@ class RDPAccountant(PrivacyAccountant):
             return {"optimal_order": None}
         _, a = conv.rdp_to_eps_orders(self._orders, self._rdp, delta, return_order=True)
         return {"optimal_order": a}
+
+
+def _dp_accounting_rdp(event: PrivacyEvent, orders: np.ndarray) -> np.ndarray:
+    """The RDP curve of one Gaussian, Laplace or zCDP release, by dp-accounting."""
+    from dp_accounting import dp_event  # noqa: PLC0415 (only reports need RDP)
+    from dp_accounting.rdp import RdpAccountant  # noqa: PLC0415
+
+    if isinstance(event, ZCDPEvent):
+        dp = dp_event.ZCDpEvent(event.rho)
+    elif event.sensitivity == 0.0 or math.isinf(getattr(event, "sigma", 0.0)):  # type: ignore[attr-defined]
+        return np.zeros_like(orders)  # nothing can differ between neighbours
+    elif isinstance(event, GaussianEvent):
+        dp = dp_event.GaussianDpEvent(event.sigma / event.sensitivity)
+    else:
+        dp = dp_event.LaplaceDpEvent(event.scale / event.sensitivity)  # type: ignore[attr-defined]
+    accountant = RdpAccountant(list(orders))
+    accountant.compose(dp)
+    return np.asarray(accountant.rdp, dtype=float)
 
 
 class GaussianExactAccountant(PrivacyAccountant):

@@ -131,9 +131,6 @@ class GaussianEvent(PrivacyEvent):
         """zCDP parameter ``D^2 / (2 sigma^2)``."""
         return 0.5 * self.mu**2
 
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP ``a D^2 / (2 sigma^2)`` at each order (exact for the Gaussian mechanism)."""
-        return _orders_array(orders) * self.rho
 
 
 @dataclass(frozen=True)
@@ -208,26 +205,6 @@ class LaplaceEvent(PrivacyEvent):
         """zCDP implied by pure DP, ``eps^2 / 2``."""
         return 0.5 * self.epsilon**2
 
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP of the Laplace mechanism (Mironov 2017, Prop. 6), as in dp-accounting.
-
-        ``eps + ln(1 + (a-1)(e^{(1-2a) eps} - 1)/(2a-1)) / (a-1)``, with the KL limit
-        ``eps + e^-eps - 1`` at order 1. It is exact for one coordinate; for vectors with l1
-        sensitivity D it is still the worst case, because the per-coordinate divergence is
-        convex in the shift and 0 at 0, hence superadditive: putting the whole shift on one
-        coordinate maximises the sum.
-        """
-        a = _orders_array(orders)
-        e = self.epsilon
-        out = np.empty_like(a)
-        one = a == 1.0
-        out[one] = e + math.expm1(-e)
-        am = a[~one]
-        with np.errstate(over="ignore", invalid="ignore"):
-            inner = np.log1p((am - 1.0) * np.expm1((1.0 - 2.0 * am) * e) / (2.0 * am - 1.0))
-            out[~one] = e + inner / (am - 1.0)
-        out[np.isinf(a)] = e
-        return np.minimum(np.maximum(out, 0.0), e)
 
 
 @dataclass(frozen=True)
@@ -247,9 +224,6 @@ class ZCDPEvent(PrivacyEvent):
         r = _finite_nonneg(self.rho, "rho", "give a finite zCDP rho >= 0; for no protection use NonPrivateEvent()")
         object.__setattr__(self, "rho", r)
 
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP ``a rho`` at each order (the definition of zCDP)."""
-        return _orders_array(orders) * self.rho
 
 
 @dataclass(frozen=True)
