@@ -53,6 +53,7 @@ def validate_graph(G: nx.Graph, n_ranks: int) -> None:
 
 
 def check_labels(G: nx.Graph) -> None:
+    """Raise TopologyError unless the nodes are exactly ``0..n-1``."""
     n = G.number_of_nodes()
     nodes = set(G.nodes)
     expected = set(range(n))

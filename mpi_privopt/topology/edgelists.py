@@ -1,4 +1,4 @@
-"""File input and output: edge lists on the nodes ``0..n-1`` (``topology.kind = \"file\"``)."""
+"""File input and output: edge lists on the nodes ``0..n-1`` (``topology.kind = "file"``)."""
 from __future__ import annotations
 
 import os
@@ -97,6 +97,7 @@ def _parse_edge(line: str, lineno: int, n: int, path: Path) -> tuple[int, int]:
 
 
 def sorted_edges(G: nx.Graph) -> list[tuple[int, int]]:
+    """Edges (arcs) sorted, an undirected edge as ``(min, max)``: one order for every rank."""
     if G.is_directed():
         return sorted((int(u), int(v)) for u, v in G.edges)
     return sorted((min(int(u), int(v)), max(int(u), int(v))) for u, v in G.edges)
