@@ -31,6 +31,8 @@ Runs share mpiexec launches: a batch of run configurations goes to one MPI job i
 every rank loops over them (``--worker``), because starting 50 Python processes costs
 several times a 200-iteration run on a small machine. A run whose directory already holds
 ``summary.json`` is not run again, so an interrupted reproduction resumes where it stopped.
+The runs and their settings are in :mod:`._gauthier2024.jobs`, the figures and tables in
+:mod:`._gauthier2024.figures`; this module is the command.
 
 An exact-conversion run is launched as ``algorithm.conversion = "exact"`` at its epsilon; its
 ``privacy.json`` exact column is checked to equal epsilon. (The committed figures were made
