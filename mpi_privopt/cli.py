@@ -11,13 +11,11 @@ fix it, and every rank exits with status 2.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 import traceback
-from typing import NoReturn
 
 from .config import DEFAULT_EXPERIMENT
+from .entrypoint import abort_others, fail_user, load_agreed_config
 from .errors import UserError
 
 
@@ -30,18 +28,9 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
                         help="override one config value (repeatable), e.g. --set run.iterations=50")
 
 
-def load_agreed_config(args):
-    """``args.config`` with ``args.overrides``, loaded once every rank agrees it is valid."""
-    from mpi4py import MPI
-
-    from .collective import agree
-    from .config import load_config
-    return agree(MPI.COMM_WORLD, lambda: load_config(args.config, args.overrides))
-
-
 def cmd_run(args) -> int:
     from .engine import run
-    cfg = load_agreed_config(args)
+    cfg = load_agreed_config(args.config, args.overrides)
     run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
     return 0
 
@@ -101,7 +90,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_privacy(args) -> int:
-    from .privacy.commands import main as privacy_main
+    from .commands.privacy import main as privacy_main
     return privacy_main(args)
 
 
@@ -147,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition")
-    from .privacy.commands import add_arguments as add_privacy_arguments
+    from .commands.privacy import add_arguments as add_privacy_arguments
     add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
 
@@ -173,44 +162,6 @@ def main(argv: list[str] | None = None) -> None:
         fail_user(err)
     except Exception:
         traceback.print_exc()
-        _abort_others(1)
+        abort_others(1)
         raise
     sys.exit(code)
-
-
-def _world():
-    from mpi4py import MPI
-    return MPI.COMM_WORLD
-
-
-def fail_user(err: UserError) -> NoReturn:
-    """Print a user error once and exit non-zero on every rank without a hang."""
-    comm = _world()
-    collective = getattr(err, "collective", False)
-    if not collective or comm.Get_rank() == 0:
-        where = "" if collective or comm.Get_size() == 1 else f"[agent {comm.Get_rank()}] "
-        print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
-    if not collective:
-        # Only this rank knows; the others may be waiting in a collective call.
-        _abort_others(2)
-        sys.exit(2)
-    # Every rank knows: leave together and cleanly, without MPI_Abort's noise.
-    from mpi4py import MPI
-    sys.stdout.flush()
-    sys.stderr.flush()
-    MPI.Finalize()
-    os._exit(2)
-
-
-#: seconds a failing rank gives the launcher to forward its message before aborting
-ABORT_GRACE_SECONDS = 0.5
-
-
-def _abort_others(code: int) -> None:
-    comm = _world()
-    if comm.Get_size() > 1:
-        # The launcher forwards each rank's output asynchronously, and MPI_Abort makes it
-        # kill every process at once: on a loaded machine the message just printed was
-        # sometimes dropped. One pause on this fatal path lets it reach the user.
-        time.sleep(ABORT_GRACE_SECONDS)
-        comm.Abort(code)

@@ -28,13 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..cli import fail_user, load_agreed_config
+    from ..entrypoint import fail_user, load_agreed_config
     from ..errors import UserError
     from .runner import run_attack
 
     args = build_parser().parse_args(argv)
     try:
-        report = run_attack(load_agreed_config(args), args.coalition, args.target, out=args.out)
+        cfg = load_agreed_config(args.config, args.overrides)
+        report = run_attack(cfg, args.coalition, args.target, out=args.out)
     except UserError as err:
         fail_user(err)
     if report is not None and not args.quiet:

@@ -170,8 +170,6 @@ def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None =
     points, gradients = invert_gradients(view, protocol, target, cfg.run.iterations, dim)
     scores = score_attack(points, gradients, truth, params.box, truth["exponents"],
                           truth["coefficients"])
-    certificate = topology_certificate(graph, len(coalition))
-    exposed = exposure(graph, coalition)
     report = {
         "algorithm": cfg.algorithm.name,
         "topology": cfg.topology.kind,
@@ -181,12 +179,26 @@ def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None =
         "iterations": cfg.run.iterations,
         "delta": getattr(params, "delta", None),
         "sigma": getattr(params, "sigma", None),
-        "certificate": certificate.statement(),
-        "certificate_holds_for_target": certificate.protects_each_agent,
-        "target_exposed": target in exposed.exposed_agents,
+        **certificate_entries(graph, coalition, target),
         "final_error": result.summary["final_error"],
         **scores,
     }
     if out is not None:
         Path(out, "attack.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def certificate_entries(graph, coalition: list[int], target: int) -> dict:
+    """The attack report's verdicts: Theorem 2's certificate for f = ``len(coalition)``, which
+    is a property of the whole graph, and whether this coalition exposes this target.
+
+    ``certificate_protects_each_agent`` is (P1) for every agent (min degree >= f + 1): it can
+    fail while the target itself is safe (a low-degree agent elsewhere). ``target_exposed``
+    says whether every neighbour of the target is in the coalition.
+    """
+    certificate = topology_certificate(graph, len(coalition))
+    return {
+        "certificate": certificate.statement(),
+        "certificate_protects_each_agent": certificate.protects_each_agent,
+        "target_exposed": target in exposure(graph, coalition).exposed_agents,
+    }

@@ -74,3 +74,19 @@ def test_certificate_refuses_bad_input():
         topology_certificate(nx.cycle_graph(4), -1)
     with pytest.raises(ValueError):
         topology_certificate(nx.DiGraph([(0, 1), (1, 0)]), 1)
+
+
+def test_attack_report_separates_the_graph_certificate_from_the_target():
+    from mpi_privopt.attacks.runner import certificate_entries
+
+    # a 5-cycle with a pendant agent 5 on agent 0: min degree 1, so (P1) fails for f = 1
+    graph = nx.cycle_graph(5)
+    graph.add_edge(0, 5)
+    elsewhere = certificate_entries(graph, [1], 3)
+    assert not elsewhere["certificate_protects_each_agent"]  # a property of the whole graph
+    assert not elsewhere["target_exposed"]  # agent 3 keeps neighbours 2 and 4 outside
+    assert "FAILS" in elsewhere["certificate"]
+    pendant = certificate_entries(graph, [0], 5)
+    assert not pendant["certificate_protects_each_agent"] and pendant["target_exposed"]
+    k5 = certificate_entries(nx.complete_graph(5), [1], 0)
+    assert k5["certificate_protects_each_agent"] and not k5["target_exposed"]

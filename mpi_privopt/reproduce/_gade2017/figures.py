@@ -169,7 +169,7 @@ def attack_rows(out: Path, jobs: list[Job]) -> list[dict]:
             "problem": job.meta["problem"], "scenario": job.meta["scenario"],
             "method": _label(job.meta["series"]), "coalition": report["coalition"],
             "target": report["target"], "f": len(report["coalition"]),
-            "certificate_P1": report["certificate_holds_for_target"],
+            "certificate_P1": report["certificate_protects_each_agent"],
             "target_exposed": report["target_exposed"],
             "rounds_scored": report["rounds_scored"],
             "gradient_relative_error": report["gradient_relative_error"],

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m mpi_privopt.privacy.noise_bench [--json PATH] [--repeats N] [--budget SECONDS]
+    python -m mpi_privopt.commands.noise_bench [--json PATH] [--repeats N] [--budget SECONDS]
 
 Prints a Markdown table of the time per draw (best of ``--repeats`` runs; wall clock, and
 the process CPU time, which does not count time lost to other processes on a busy machine)
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..errors import ConfigError
-from .noise import SecureNoise, agent_noise
+from ..privacy.noise import SecureNoise, agent_noise
 
 SIZES = (10 ** 3, 10 ** 6)
 LAWS = ("gaussian", "laplace")
@@ -132,7 +132,7 @@ def table(record: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpi_privopt.privacy.noise_bench",
+    ap = argparse.ArgumentParser(prog="python -m mpi_privopt.commands.noise_bench",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per case (best kept)")

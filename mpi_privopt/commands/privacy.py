@@ -10,11 +10,11 @@ import json
 import math
 from pathlib import Path
 
-
 from ..errors import ConfigError
-from .accountants import GaussianEvent, LaplaceEvent, epsilon_all
-from .calibration import ZCDP_CONVERSIONS, calibrate_gaussian_noise, calibrate_zcdp_total
-from .report import coalition_epsilon
+from ..privacy.accountants import GaussianEvent, LaplaceEvent, epsilon_all
+from ..privacy.calibration import (ZCDP_CONVERSIONS, calibrate_gaussian_noise,
+                                   calibrate_zcdp_total)
+from ..privacy.report import coalition_epsilon
 
 
 def _floats(text: str, name: str) -> list[float]:

@@ -1,0 +1,118 @@
+"""Whether a graph can serve a job, a node's neighbours, and the summaries ranks compare or log."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import networkx as nx
+
+from mpi_privopt.errors import TopologyError
+
+from .edgelists import sorted_edges
+from .matrices import degrees
+
+
+def validate_graph(G: nx.Graph, n_ranks: int) -> None:
+    """Check that ``G`` can serve as the communication graph of ``n_ranks`` agents.
+
+    Parameters
+    ----------
+    G : networkx.Graph or networkx.DiGraph
+        Candidate graph.
+    n_ranks : int
+        Number of MPI ranks in the job.
+
+    Raises
+    ------
+    TopologyError
+        Wrong number of nodes, nodes other than ``0..n-1``, a self-loop, or not
+        connected (strongly connected when directed).
+    """
+    n = G.number_of_nodes()
+    if n != n_ranks:
+        raise TopologyError(f"the graph has {n} nodes but the job has {n_ranks} ranks",
+                            f"run with mpiexec -n {n} or change the topology")
+    check_labels(G)
+    loops = list(nx.selfloop_edges(G))
+    if loops:
+        raise TopologyError(f"the graph has {len(loops)} self-loop(s), e.g. at node {loops[0][0]}",
+                            "remove self-loops; an agent always keeps its own value")
+    if n <= 1:
+        return
+    strong = G.is_directed()
+    parts = list(nx.strongly_connected_components(G) if strong else nx.connected_components(G))
+    if len(parts) > 1:
+        parts.sort(key=min)
+        what = "strongly connected" if strong else "connected"
+        raise TopologyError(
+            f"the graph is not {what}: it has {len(parts)} {what} components, "
+            f"e.g. node {min(parts[0])} and node {min(parts[1])} are in different components",
+            "use a denser topology (raise [topology] degree or radius, or use kind = \"ring\" or "
+            "\"complete\"); information must reach every agent",
+        )
+
+
+def check_labels(G: nx.Graph) -> None:
+    """Raise TopologyError unless the nodes are exactly ``0..n-1``."""
+    n = G.number_of_nodes()
+    nodes = set(G.nodes)
+    expected = set(range(n))
+    if nodes != expected:
+        extra = sorted(nodes - expected, key=repr)[:3]
+        missing = sorted(expected - nodes)[:3]
+        raise TopologyError(
+            f"graph nodes must be exactly 0..{n - 1}; unexpected nodes {extra}, missing {missing}",
+            f"relabel the nodes to the integers 0..{n - 1} (one per MPI rank)",
+        )
+
+
+def neighbors(G: nx.Graph, node: int) -> tuple[list[int], list[int]]:
+    """In- and out-neighbours of ``node``, each sorted ascending.
+
+    For an undirected graph both are the neighbour list; for a directed one the
+    in-neighbours are the predecessors (they send to ``node``) and the out-neighbours the
+    successors (``node`` sends to them).
+    """
+    if node not in G:
+        raise TopologyError(f"node {node!r} is not in the graph (nodes 0..{G.number_of_nodes() - 1})",
+                            "use a rank number within the job")
+    if G.is_directed():
+        return sorted(G.predecessors(node)), sorted(G.successors(node))
+    out = sorted(G.neighbors(node))
+    return list(out), out
+
+
+
+def graph_hash(G: nx.Graph) -> str:
+    """SHA-256 hex digest of the directed flag, the node count and the sorted edge list.
+
+    Undirected edges are taken as ``(min, max)``, so equal graphs hash equal however
+    they were built; ranks compare hashes to confirm they hold the same graph.
+    """
+    text = f"directed={G.is_directed()}\nn={G.number_of_nodes()}\n"
+    text += "".join(f"{u} {v}\n" for u, v in sorted_edges(G))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def describe(G: nx.Graph) -> dict[str, Any]:
+    """Summary for logs and result files.
+
+    Returns
+    -------
+    dict
+        ``nodes``, ``edges`` (arcs for a DiGraph), ``directed``, ``min_degree``,
+        ``max_degree``, ``average_degree`` (out-degrees for a DiGraph) and ``diameter``
+        (``None`` unless connected, strongly connected when directed).
+    """
+    n = G.number_of_nodes()
+    deg = degrees(G)
+    connected = n > 0 and (nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G))
+    return {
+        "nodes": n,
+        "edges": G.number_of_edges(),
+        "directed": G.is_directed(),
+        "min_degree": int(deg.min()) if n else 0,
+        "max_degree": int(deg.max()) if n else 0,
+        "average_degree": float(deg.mean()) if n else 0.0,
+        "diameter": int(nx.diameter(G)) if connected else None,
+    }
