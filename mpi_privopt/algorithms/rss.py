@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
-
 import numpy as np
 
 from ..errors import ConfigError
 from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 from ..privacy.release import Release
-from .base import register
-from .dgd import DGD
+from .base import Algorithm, register
+from .dgd import DGD_CHOICES, box_or_none, initial_point, projected_step, validate_box
+from .steps import step_size
 from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
                             locally_balanced_noise, network_balanced_shares)
 
@@ -47,32 +46,39 @@ class RSSParams:
     adversaries: int = 1
 
 
-class _StructuredRandomization(DGD):
-    """What RSS-NB and RSS-LB share: the paper's DGD step after a perturbed fusion."""
+class StructuredDescent:
+    """What RSS-NB and RSS-LB share, composed into each: the agent's x_k, its mixing row,
+    and the paper's projected gradient step at the fused point after a perturbed fusion.
+    """
 
-    scope: ClassVar[str] = RSS_SCOPE
-    sends_x = False  # the perturbed states go out instead (phases "w" / "w-link")
-    Params = RSSParams
-    non_negative = {"adversaries": ADVERSARIES_MEANING}
+    def __init__(self, agent, params: RSSParams) -> None:
+        self.self_weight, self.neighbor_weights = agent.mixing_row()
+        self.x = initial_point(agent, params.init, params.box)
+        #: where the last gradient was taken: v_k (Algorithms 1 and 2, line 9)
+        self.gradient_point = self.x
+        self._box = box_or_none(params.box)
 
-    @property
-    def fused_gradient(self) -> bool:
-        # Algorithms 1 and 2, line 9: the gradient is always taken at v_k
-        return True
+    def fuse(self, own: np.ndarray, received: np.ndarray) -> np.ndarray:
+        """v = B[j,j] own + sum_i B[j,i] received_i."""
+        return self.self_weight * own + self.neighbor_weights @ received
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)  # there is no gradient_at: always the fused point
-        if not (params.delta >= 0 and math.isfinite(params.delta)):
-            raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
-                              "Delta bounds the perturbation; 0 gives plain DGD")
+    def descend(self, v: np.ndarray, alpha: float, objective) -> None:
+        """x_{k+1} = P_X[v - alpha grad f(v)]."""
+        self.gradient_point = v
+        self.x = projected_step(v, alpha, objective.subgradient(v), self._box)
 
-    def report(self) -> dict:
-        return certificate_report(self.agent.graph, self.params.adversaries, self.scope)
+
+def validate_rss(name: str, params: RSSParams) -> None:
+    """The checks RSS-NB and RSS-LB share beyond the contract's (there is no gradient_at:
+    the gradient is always taken at the fused point)."""
+    validate_box(name, params)
+    if not (params.delta >= 0 and math.isfinite(params.delta)):
+        raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
+                          "Delta bounds the perturbation; 0 gives plain DGD")
 
 
 @register
-class RSSNB(_StructuredRandomization):
+class RSSNB(Algorithm):
     r"""RSS-NB, Randomized State Sharing, Network Balanced (Gade & Vaidya, Algorithm 1).
 
     Agent j, with s_1^{j,i} = s_1^{i,j} = 0, for k = 1, 2, ...::
@@ -98,23 +104,38 @@ class RSSNB(_StructuredRandomization):
 
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
-    choices = {**DGD.choices, "noise": NB_DISTRIBUTIONS}
+    Params = RSSParams
+    positive = ("step",)
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
+    choices = {**DGD_CHOICES, "noise": NB_DISTRIBUTIONS}
+
+    @classmethod
+    def validate(cls, params) -> None:
+        super().validate(params)
+        validate_rss(cls.name, params)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         net, dim = agent.net, agent.problem.n_features
+        self.descent = StructuredDescent(agent, params)
         self.share_bound = params.delta / (2 * agent.n_agents)
         self.shares_sent = np.zeros((net.n_out, dim))       # s_k^{j,i}
         self.shares_received = np.zeros((net.n_in, dim))    # s_k^{i,j}
         self.perturbation = np.zeros(dim)                   # d_k^j
         self._shares_in = np.empty((net.n_in, dim))
+        self._received = np.empty((net.n_in, dim))
+
+    def step(self, n: int) -> None:
+        alpha = step_size(self.params.schedule, self.params.step, n)
+        self.descent.descend(self.fuse(alpha), alpha, self.agent.problem)
 
     def fuse(self, alpha: float) -> np.ndarray:
-        net = self.agent.net
+        """Perturb, exchange states ("w") and the next shares ("s"), return v_k^j."""
+        net, x = self.agent.net, self.descent.x
         self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
-        w = self.x + alpha * self.perturbation
+        w = x + alpha * self.perturbation
         upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
-                                           self.x.size, self.share_bound, self.params.noise)
+                                           x.size, self.share_bound, self.params.noise)
         states = net.ibroadcast(Release.nonprivate(w, note=NB_NOTE), "w", out=self._received)
         shares = (net.iscatter([Release.nonprivate(s, note=NB_SHARE_NOTE) for s in upcoming],
                                "s", out=self._shares_in) if net.n_out else None)
@@ -123,11 +144,26 @@ class RSSNB(_StructuredRandomization):
             # read at the top of the next fuse, before the next exchange reuses the buffer
             self.shares_received = shares.wait()
         self.shares_sent = upcoming
-        return self.self_weight * w + self.neighbor_weights @ received
+        return self.descent.fuse(w, received)
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.descent.x
+
+    @property
+    def gradient_point(self) -> np.ndarray:
+        return self.descent.gradient_point
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.descent.x
+
+    def report(self) -> dict:
+        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
 
 
 @register
-class RSSLB(_StructuredRandomization):
+class RSSLB(Algorithm):
     r"""RSS-LB, Randomized State Sharing, Locally Balanced (Gade & Vaidya, Algorithm 2).
 
     Agent j, for k = 1, 2, ...::
@@ -153,25 +189,55 @@ class RSSLB(_StructuredRandomization):
 
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
-    choices = {**DGD.choices, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
+    positive = ("step",)
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
+    choices = {**DGD_CHOICES, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
 
     @dataclasses.dataclass
     class Params(RSSParams):
         scale: str = "random"
 
+    @classmethod
+    def validate(cls, params) -> None:
+        super().validate(params)
+        validate_rss(cls.name, params)
+
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
+        net, dim = agent.net, agent.problem.n_features
+        self.descent = StructuredDescent(agent, params)
         # Metropolis weights are symmetric, so the column B[i, j] over the out-links
         # equals this agent's row B[j, i]
-        self.column_weights = self.neighbor_weights
-        self.link_noise = np.zeros((agent.net.n_out, agent.problem.n_features))  # d_k^{j,i}
+        self.column_weights = self.descent.neighbor_weights
+        self.link_noise = np.zeros((net.n_out, dim))  # d_k^{j,i}
+        self._received = np.empty((net.n_in, dim))
+
+    def step(self, n: int) -> None:
+        alpha = step_size(self.params.schedule, self.params.step, n)
+        self.descent.descend(self.fuse(alpha), alpha, self.agent.problem)
 
     def fuse(self, alpha: float) -> np.ndarray:
-        net = self.agent.net
+        """Draw d_k^{j,i}, scatter the per-link states ("w-link"), return v_k^j."""
+        x = self.descent.x
         self.link_noise = locally_balanced_noise(
-            self.agent.rng, self.column_weights, self.x.size, self.params.delta,
+            self.agent.rng, self.column_weights, x.size, self.params.delta,
             self.params.noise, self.params.scale)
-        states = self.x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
+        states = x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
         releases = [Release.nonprivate(row, note=LB_NOTE) for row in states]
-        received = net.scatter(releases, "w-link", out=self._received)
-        return self.self_weight * self.x + self.neighbor_weights @ received
+        received = self.agent.net.scatter(releases, "w-link", out=self._received)
+        return self.descent.fuse(x, received)
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.descent.x
+
+    @property
+    def gradient_point(self) -> np.ndarray:
+        return self.descent.gradient_point
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.descent.x
+
+    def report(self) -> dict:
+        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
