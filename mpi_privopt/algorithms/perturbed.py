@@ -115,6 +115,9 @@ class IterateRelease:
         ``f"{name} {schedule_label}"``."""
         if self.schedule is None:
             return {name: "noiseless (non-private check of the updates)"}
+        if not self.sigmas:
+            return {f"{name} noise agent {agent_id}": "no release yet",
+                    f"{name} {schedule_label}": self.schedule.describe()}
         return {f"{name} noise agent {agent_id}":
                 f"sigma {self.sigmas[0]:.4g} at n=1, {self.sigmas[-1]:.4g} at "
                 f"n={len(self.sigmas)} (sensitivity {self.sensitivities[0]:.4g} -> "
