@@ -134,6 +134,11 @@ class FunctionSharing(Algorithm):
         self.dgd.step(n)
 
     @property
+    def objective(self):
+        """What the agent descends on: f-hat_j after the setup exchange (f_j before)."""
+        return self.dgd.objective
+
+    @property
     def x(self) -> np.ndarray:
         """x_k^j, the agent's iterate."""
         return self.dgd.x
