@@ -117,11 +117,7 @@ class DGD(Algorithm):
     Params = DGDParams
     positive = ("step",)
     choices = DGD_CHOICES
-
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_box(cls.name, params)
+    param_checks = (validate_box,)
 
     def __init__(self, agent, params, note: str = "") -> None:
         super().__init__(agent, params)

@@ -23,6 +23,28 @@ def largest_release_epsilon(epsilon: float, delta: float, T: int, tau: float) ->
     return float(eps_n.max())
 
 
+def check_basic_composition(name: str, cfg) -> None:
+    """Raise ConfigError when basic composition over T cannot cover the run (releases past
+    T), or gives a per-release eps_n where the classical mechanism does not hold."""
+    params = cfg.algorithm.params
+    if params.noiseless:
+        return
+    T = params.horizon or cfg.run.iterations
+    if T < cfg.run.iterations:
+        raise ConfigError(
+            f"{name} composes its budget over algorithm.horizon = {T} releases, "
+            f"but run.iterations = {cfg.run.iterations}",
+            "set algorithm.horizon = 0 (or >= run.iterations): basic composition has "
+            "no budget left for releases past T")
+    largest = largest_release_epsilon(cfg.privacy.epsilon, cfg.privacy.delta, T, params.tau)
+    if params.mechanism == "classical" and largest >= 1.0:
+        raise ConfigError(
+            f"privacy.epsilon = {cfg.privacy.epsilon} over T = {T} gives a per-release "
+            f"eps_n up to {largest:.4g} >= 1, where the classical Gaussian "
+            "mechanism does not hold",
+            "set algorithm.mechanism = analytic, or lower privacy.epsilon")
+
+
 @register
 class EpsDeltaNFL(Algorithm):
     r"""(epsilon, delta)DP-NFL, the baseline of Gauthier et al. 2024 (Sec. 5).
@@ -72,31 +94,8 @@ class EpsDeltaNFL(Algorithm):
 
     choices = {**Algorithm.choices, "mechanism": MECHANISMS}
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_noise_params(params)
-
-    @classmethod
-    def validate_config(cls, cfg) -> None:
-        validate_budget(cls.name, cfg)
-        params = cfg.algorithm.params
-        if params.noiseless:
-            return
-        T = params.horizon or cfg.run.iterations
-        if T < cfg.run.iterations:
-            raise ConfigError(
-                f"{cls.name} composes its budget over algorithm.horizon = {T} releases, "
-                f"but run.iterations = {cfg.run.iterations}",
-                "set algorithm.horizon = 0 (or >= run.iterations): basic composition has "
-                "no budget left for releases past T")
-        largest = largest_release_epsilon(cfg.privacy.epsilon, cfg.privacy.delta, T, params.tau)
-        if params.mechanism == "classical" and largest >= 1.0:
-            raise ConfigError(
-                f"privacy.epsilon = {cfg.privacy.epsilon} over T = {T} gives a per-release "
-                f"eps_n up to {largest:.4g} >= 1, where the classical Gaussian "
-                "mechanism does not hold",
-                "set algorithm.mechanism = analytic, or lower privacy.epsilon")
+    param_checks = (validate_noise_params,)
+    config_checks = (validate_budget, check_basic_composition)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -43,6 +43,16 @@ class SharedObjective:
         return self.base.subgradient(w, clipped=clipped) + self.noise.gradient(w)
 
 
+def validate_shares(name: str, params) -> None:
+    """Raise ConfigError for a share scale or degree FS cannot use."""
+    if not params.sigma >= 0:
+        raise ConfigError(f"algorithm.sigma = {params.sigma} must be >= 0",
+                          "the standard deviation of the share coefficients")
+    if params.degree < 1:
+        raise ConfigError(f"algorithm.degree = {params.degree} must be >= 1",
+                          "the largest total degree of the shared polynomials")
+
+
 @register
 class FunctionSharing(Algorithm):
     r"""FS: a one-time exchange of random functions, then DGD on the obfuscated objectives.
@@ -92,16 +102,7 @@ class FunctionSharing(Algorithm):
     non_negative = {"adversaries": ADVERSARIES_MEANING}
     choices = DGD_CHOICES
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_box(cls.name, params)
-        if not params.sigma >= 0:
-            raise ConfigError(f"algorithm.sigma = {params.sigma} must be >= 0",
-                              "the standard deviation of the share coefficients")
-        if params.degree < 1:
-            raise ConfigError(f"algorithm.degree = {params.degree} must be >= 1",
-                              "the largest total degree of the shared polynomials")
+    param_checks = (validate_box, validate_shares)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

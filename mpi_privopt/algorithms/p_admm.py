@@ -7,12 +7,11 @@ import warnings
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.calibration import ZCDP_CONVERSIONS
 from ..problems.config import configured_l1, problem_loss
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (IterateRelease, ZCDPParams, validate_budget, validate_noise_params,
-                        zcdp_schedule)
+from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
+                        validate_noise_params, zcdp_schedule)
 
 #: Newton iterations a local solve may take before it stops where it is (see
 #: :meth:`PADMM.local_minimiser`); every solve stopped there is counted and reported.
@@ -23,6 +22,19 @@ NEWTON_TOLERANCE = 1e-15
 
 class NewtonCapWarning(RuntimeWarning):
     """A local solve of P-ADMM stopped at its iteration cap, not at the minimiser."""
+
+
+def require_smooth_squared_loss(name: str, cfg) -> None:
+    """Raise ConfigError unless f_k is the squared loss plus l2 (what the solve can do)."""
+    loss = problem_loss(cfg.problem)
+    l1 = configured_l1(cfg.problem)
+    if loss.name != "squared" or l1 != 0:
+        raise ConfigError(
+            f"{name} minimises f_k exactly, which it can only do for a smooth "
+            f"squared-loss objective, but problem {cfg.problem.name!r} has the "
+            f"{loss.name} loss with l1 = {l1!r}",
+            "use problem.name = ridge (or set problem.l1 = 0 with the squared loss), or "
+            "zcdp-nfl for nonsmooth objectives")
 
 
 @register
@@ -80,25 +92,10 @@ class PADMM(Algorithm):
         rho: float = 1.0
 
     positive = ("rho",)
-    choices = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
+    choices = ZCDP_CHOICES
+    param_checks = (validate_noise_params,)
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_noise_params(params)
-
-    @classmethod
-    def validate_config(cls, cfg) -> None:
-        validate_budget(cls.name, cfg)
-        loss = problem_loss(cfg.problem)
-        l1 = configured_l1(cfg.problem)
-        if loss.name != "squared" or l1 != 0:
-            raise ConfigError(
-                f"{cls.name} minimises f_k exactly, which it can only do for a smooth "
-                f"squared-loss objective, but problem {cfg.problem.name!r} has the "
-                f"{loss.name} loss with l1 = {l1!r}",
-                "use problem.name = ridge (or set problem.l1 = 0 with the squared loss), or "
-                "zcdp-nfl for nonsmooth objectives")
+    config_checks = (validate_budget, require_smooth_squared_loss)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

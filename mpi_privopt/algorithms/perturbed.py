@@ -14,10 +14,11 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.calibration import zcdp_nfl_schedule
+from ..privacy.calibration import ZCDP_CONVERSIONS, zcdp_nfl_schedule
 from ..privacy.mechanisms import GaussianMechanism
 from ..privacy.release import Release
 from ..privacy.schedules import GeometricZCDPSchedule, NoiseSchedule
+from .base import Algorithm
 
 
 @dataclasses.dataclass
@@ -36,7 +37,7 @@ class ZCDPParams(NoiseParams):
     conversion: str = "standard"
 
 
-def validate_noise_params(params: NoiseParams) -> None:
+def validate_noise_params(name: str, params: NoiseParams) -> None:
     """Raise ConfigError for a tau or horizon no schedule can use."""
     if not 0 < params.tau <= 1:
         raise ConfigError(f"algorithm.tau = {params.tau} must be in (0, 1]",
@@ -63,6 +64,10 @@ def validate_budget(name: str, cfg) -> None:
                           "problem.clip is off",
                           "set problem.clip to c1 > 0 (per-sample gradients are clipped "
                           "to it; the sensitivity uses it)")
+
+
+#: the option keys of the zCDP-calibrated methods
+ZCDP_CHOICES = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
 
 
 def noise_horizon(agent, params: NoiseParams) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from abc import abstractmethod
+
 import numpy as np
 
 from ..errors import ConfigError
@@ -17,9 +19,9 @@ from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 from ..privacy.release import Release
 from .base import Algorithm, register
 from .dgd import DGD_CHOICES, box_or_none, initial_point, projected_step, validate_box
-from .steps import step_size
 from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
                             locally_balanced_noise, network_balanced_shares)
+from .steps import step_size
 
 NB_NOTE = ("RSS-NB structured randomization: not differential privacy; "
            "see the topology certificate")
@@ -46,39 +48,51 @@ class RSSParams:
     adversaries: int = 1
 
 
-class StructuredDescent:
-    """What RSS-NB and RSS-LB share, composed into each: the agent's x_k, its mixing row,
-    and the paper's projected gradient step at the fused point after a perturbed fusion.
+def validate_delta(name: str, params: RSSParams) -> None:
+    """Raise ConfigError for a perturbation bound Delta that is negative or infinite."""
+    if not (params.delta >= 0 and math.isfinite(params.delta)):
+        raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
+                          "Delta bounds the perturbation; 0 gives plain DGD")
+
+
+class StructuredRandomization(Algorithm):
+    """The contract RSS-NB and RSS-LB share (a family, not a method: only the two variants
+    are registered): the paper's projected gradient step at the fused point v_k, after a
+    perturbed fusion that each variant defines (:meth:`fuse`).
     """
 
-    def __init__(self, agent, params: RSSParams) -> None:
+    Params = RSSParams
+    positive = ("step",)
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
+    param_checks = (validate_box, validate_delta)  # no gradient_at: always the fused point
+
+    def __init__(self, agent, params) -> None:
+        super().__init__(agent, params)
         self.self_weight, self.neighbor_weights = agent.mixing_row()
         self.x = initial_point(agent, params.init, params.box)
         #: where the last gradient was taken: v_k (Algorithms 1 and 2, line 9)
         self.gradient_point = self.x
         self._box = box_or_none(params.box)
 
-    def fuse(self, own: np.ndarray, received: np.ndarray) -> np.ndarray:
-        """v = B[j,j] own + sum_i B[j,i] received_i."""
-        return self.self_weight * own + self.neighbor_weights @ received
+    @abstractmethod
+    def fuse(self, alpha: float) -> np.ndarray:
+        """Send the perturbed state(s), return v_k^j."""
 
-    def descend(self, v: np.ndarray, alpha: float, objective) -> None:
-        """x_{k+1} = P_X[v - alpha grad f(v)]."""
-        self.gradient_point = v
-        self.x = projected_step(v, alpha, objective.subgradient(v), self._box)
+    def step(self, n: int) -> None:
+        alpha = step_size(self.params.schedule, self.params.step, n)
+        v = self.gradient_point = self.fuse(alpha)
+        self.x = projected_step(v, alpha, self.agent.problem.subgradient(v), self._box)
 
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.x
 
-def validate_rss(name: str, params: RSSParams) -> None:
-    """The checks RSS-NB and RSS-LB share beyond the contract's (there is no gradient_at:
-    the gradient is always taken at the fused point)."""
-    validate_box(name, params)
-    if not (params.delta >= 0 and math.isfinite(params.delta)):
-        raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
-                          "Delta bounds the perturbation; 0 gives plain DGD")
+    def report(self) -> dict:
+        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
 
 
 @register
-class RSSNB(Algorithm):
+class RSSNB(StructuredRandomization):
     r"""RSS-NB, Randomized State Sharing, Network Balanced (Gade & Vaidya, Algorithm 1).
 
     Agent j, with s_1^{j,i} = s_1^{i,j} = 0, for k = 1, 2, ...::
@@ -104,20 +118,11 @@ class RSSNB(Algorithm):
 
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
-    Params = RSSParams
-    positive = ("step",)
-    non_negative = {"adversaries": ADVERSARIES_MEANING}
     choices = {**DGD_CHOICES, "noise": NB_DISTRIBUTIONS}
-
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_rss(cls.name, params)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         net, dim = agent.net, agent.problem.n_features
-        self.descent = StructuredDescent(agent, params)
         self.share_bound = params.delta / (2 * agent.n_agents)
         self.shares_sent = np.zeros((net.n_out, dim))       # s_k^{j,i}
         self.shares_received = np.zeros((net.n_in, dim))    # s_k^{i,j}
@@ -125,13 +130,9 @@ class RSSNB(Algorithm):
         self._shares_in = np.empty((net.n_in, dim))
         self._received = np.empty((net.n_in, dim))
 
-    def step(self, n: int) -> None:
-        alpha = step_size(self.params.schedule, self.params.step, n)
-        self.descent.descend(self.fuse(alpha), alpha, self.agent.problem)
-
     def fuse(self, alpha: float) -> np.ndarray:
         """Perturb, exchange states ("w") and the next shares ("s"), return v_k^j."""
-        net, x = self.agent.net, self.descent.x
+        net, x = self.agent.net, self.x
         self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
         w = x + alpha * self.perturbation
         upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
@@ -144,26 +145,11 @@ class RSSNB(Algorithm):
             # read at the top of the next fuse, before the next exchange reuses the buffer
             self.shares_received = shares.wait()
         self.shares_sent = upcoming
-        return self.descent.fuse(w, received)
-
-    @property
-    def x(self) -> np.ndarray:
-        return self.descent.x
-
-    @property
-    def gradient_point(self) -> np.ndarray:
-        return self.descent.gradient_point
-
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.descent.x
-
-    def report(self) -> dict:
-        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
+        return self.self_weight * w + self.neighbor_weights @ received
 
 
 @register
-class RSSLB(Algorithm):
+class RSSLB(StructuredRandomization):
     r"""RSS-LB, Randomized State Sharing, Locally Balanced (Gade & Vaidya, Algorithm 2).
 
     Agent j, for k = 1, 2, ...::
@@ -189,55 +175,28 @@ class RSSLB(Algorithm):
 
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
-    positive = ("step",)
-    non_negative = {"adversaries": ADVERSARIES_MEANING}
     choices = {**DGD_CHOICES, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
 
     @dataclasses.dataclass
     class Params(RSSParams):
         scale: str = "random"
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_rss(cls.name, params)
-
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         net, dim = agent.net, agent.problem.n_features
-        self.descent = StructuredDescent(agent, params)
         # Metropolis weights are symmetric, so the column B[i, j] over the out-links
         # equals this agent's row B[j, i]
-        self.column_weights = self.descent.neighbor_weights
+        self.column_weights = self.neighbor_weights
         self.link_noise = np.zeros((net.n_out, dim))  # d_k^{j,i}
         self._received = np.empty((net.n_in, dim))
 
-    def step(self, n: int) -> None:
-        alpha = step_size(self.params.schedule, self.params.step, n)
-        self.descent.descend(self.fuse(alpha), alpha, self.agent.problem)
-
     def fuse(self, alpha: float) -> np.ndarray:
         """Draw d_k^{j,i}, scatter the per-link states ("w-link"), return v_k^j."""
-        x = self.descent.x
+        x = self.x
         self.link_noise = locally_balanced_noise(
             self.agent.rng, self.column_weights, x.size, self.params.delta,
             self.params.noise, self.params.scale)
         states = x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
         releases = [Release.nonprivate(row, note=LB_NOTE) for row in states]
         received = self.agent.net.scatter(releases, "w-link", out=self._received)
-        return self.descent.fuse(x, received)
-
-    @property
-    def x(self) -> np.ndarray:
-        return self.descent.x
-
-    @property
-    def gradient_point(self) -> np.ndarray:
-        return self.descent.gradient_point
-
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.descent.x
-
-    def report(self) -> dict:
-        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
+        return self.self_weight * x + self.neighbor_weights @ received

@@ -5,10 +5,9 @@ import dataclasses
 
 import numpy as np
 
-from ..privacy.calibration import ZCDP_CONVERSIONS
 from .base import Algorithm, register
-from .perturbed import (IterateRelease, ZCDPParams, validate_budget, validate_noise_params,
-                        zcdp_schedule)
+from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
+                        validate_noise_params, zcdp_schedule)
 from .steps import step_size
 
 
@@ -54,16 +53,10 @@ class ZCDPGradNFL(Algorithm):
         schedule: str = "constant"
 
     positive = ("step",)
-    choices = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
+    choices = ZCDP_CHOICES
+    param_checks = (validate_noise_params,)
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_noise_params(params)
-
-    @classmethod
-    def validate_config(cls, cfg) -> None:
-        validate_budget(cls.name, cfg)
+    config_checks = (validate_budget,)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

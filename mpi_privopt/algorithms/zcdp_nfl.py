@@ -10,11 +10,10 @@ import dataclasses
 
 import numpy as np
 
-from ..privacy.calibration import ZCDP_CONVERSIONS
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (IterateRelease, ZCDPParams, validate_budget, validate_noise_params,
-                        zcdp_schedule)
+from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
+                        validate_noise_params, zcdp_schedule)
 from .steps import step_size
 
 
@@ -88,16 +87,10 @@ class ZCDPNFL(Algorithm):
         eta: float = 1.0
         schedule: str = "sqrt"
 
-    choices = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
+    choices = ZCDP_CHOICES
+    param_checks = (validate_noise_params,)
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        validate_noise_params(params)
-
-    @classmethod
-    def validate_config(cls, cfg) -> None:
-        validate_budget(cls.name, cfg)
+    config_checks = (validate_budget,)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
