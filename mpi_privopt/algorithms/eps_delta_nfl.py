@@ -92,6 +92,7 @@ class EpsDeltaNFL(Algorithm):
         schedule: str = "sqrt"
         mechanism: str = "classical"
 
+    positive = ("rho", "eta")
     choices = {**Algorithm.choices, "mechanism": MECHANISMS}
 
     param_checks = (validate_noise_params,)

@@ -87,6 +87,7 @@ class ZCDPNFL(Algorithm):
         eta: float = 1.0
         schedule: str = "sqrt"
 
+    positive = ("rho", "eta")
     choices = ZCDP_CHOICES
     param_checks = (validate_noise_params,)
 

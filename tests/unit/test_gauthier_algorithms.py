@@ -48,6 +48,15 @@ def test_bad_configurations_are_refused_with_the_key(overrides, message):
         load_config(None, overrides)
 
 
+@pytest.mark.parametrize("name,key", [("admm", "eta"), ("zcdp-nfl", "eta"), ("zcdp-nfl", "rho"),
+                                      ("eps-delta-nfl", "eta"), ("eps-delta-nfl", "rho"),
+                                      ("p-admm", "rho"), ("zcdp-grad-nfl", "step")])
+def test_each_method_refuses_a_non_positive_step_or_penalty(name, key):
+    with pytest.raises(ConfigError, match=f"algorithm.{key} = -0.1 must be positive"):
+        load_config(None, [f"algorithm.name={name}", "problem.clip=3", "privacy.epsilon=1",
+                           f"algorithm.{key}=-0.1"])
+
+
 def test_analytic_mechanism_lifts_the_classical_limit():
     cfg = load_config(None, ["algorithm.name=eps-delta-nfl", "problem.clip=3",
                              "privacy.epsilon=300", "algorithm.mechanism=analytic"])
