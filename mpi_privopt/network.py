@@ -461,7 +461,8 @@ class Network:
         dtype : numpy dtype, optional
             The message's element type (float64).
         buffers : int, optional
-            How many send buffers (2 for double buffering).
+            How many send buffers: 2 keeps the last message readable in
+            ``channel.last_sent`` while the next one is written into ``channel.outgoing``.
         """
         shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
         channel = BroadcastChannel(self, phase, shape, np.dtype(dtype), buffers)
