@@ -16,7 +16,8 @@ Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
 reused; waiting is done inside MPI, never by polling from Python. A broadcast repeated
 every iteration can go through a :class:`BroadcastChannel` (:meth:`Network.broadcast_channel`):
 fixed buffers and an MPI-4 persistent neighbour collective set up once, which is cheaper
-per exchange than the one-off call.
+per exchange than the one-off call; it offers what a method asks for (an exchange, a
+weighted neighbour average ``mix``) and keeps its double buffering to itself.
 """
 from __future__ import annotations
 
@@ -123,25 +124,35 @@ class _BlockingAllgather:
 class BroadcastChannel:
     """A broadcast repeated on fixed buffers, run as an MPI-4 persistent neighbour allgather.
 
-    Made by :meth:`Network.broadcast_channel`. The channel owns its send buffers
-    (:attr:`sends`) and its receive buffer (:attr:`received`); the algorithm computes its
-    message into a send buffer, wraps that very array in a release, and calls
-    :meth:`exchange`. Because the buffers never change, the neighbour allgather is set up
-    once (``MPI_Neighbor_allgather_init``) and each exchange only starts and completes it:
+    Made by :meth:`Network.broadcast_channel`. The channel owns its send buffers and its
+    receive buffer, so an algorithm asks for what the method needs and never swaps
+    buffers itself::
+
+        compute the next message into  channel.outgoing     (or: mechanism.release(..., out=channel.outgoing))
+        channel.exchange(release)   -> received              row i from in_neighbors[i]
+        channel.mix(release, a_kk, a_k) -> a_kk * sent + a_k @ received   (send, then average)
+        channel.average(a_kk, a_k)  -> the same average of the last exchange (no send)
+        channel.last_sent                                    what the last exchange sent
+
+    With two buffers (``buffers=2``, double buffering) the message sent last stays
+    readable in :attr:`last_sent` while the next one is computed into :attr:`outgoing`:
+    each exchange makes the buffer it sent :attr:`last_sent` and the other one
+    :attr:`outgoing`. Before the first exchange :attr:`last_sent` is a zero buffer (a
+    method whose state starts at 0 reads it as its initial message). With one buffer
+    both name it.
+
+    Because the buffers never change, the neighbour allgather is set up once
+    (``MPI_Neighbor_allgather_init``) and each exchange only starts and completes it:
     MPICH then skips building the collective's schedule on every call, which is most of
     a small exchange's cost (see docs/performance.md). Metering, booking, guards and
-    receive listeners are exactly those of :meth:`Network.broadcast`.
-
-    With an MPI library older than MPI 4 (no persistent collectives) the channel falls
-    back to the blocking ``Neighbor_allgather`` on the same buffers.
-
-    Several send buffers let an algorithm keep its previous message while it computes
-    the next one into another buffer (double buffering); one persistent request is set
-    up per send buffer.
+    receive listeners are exactly those of :meth:`Network.broadcast`. With an MPI library
+    older than MPI 4 (no persistent collectives) the channel falls back to the blocking
+    ``Neighbor_allgather`` on the same buffers.
     """
 
-    __slots__ = ("_net", "phase", "sends", "received", "_index", "_requests", "_nbytes",
-                 "_counters")
+    __slots__ = ("_net", "phase", "sends", "received", "outgoing", "last_sent",
+                 "outgoing_release", "_index", "_following", "_wrapped", "_requests",
+                 "_nbytes", "_counters")
 
     def __init__(self, net: "Network", phase: str, shape: tuple[int, ...], dtype,
                  buffers: int) -> None:
@@ -149,12 +160,21 @@ class BroadcastChannel:
             raise ValueError(f"a channel needs at least one send buffer, got {buffers}")
         self._net = net
         self.phase = phase
-        #: the arrays a release must wrap to go through this channel
+        #: the send buffers (a release must wrap one of them itself, not a copy or a view)
         self.sends = tuple(np.zeros(shape, dtype=dtype) for _ in range(buffers))
         #: row i holds what ``in_neighbors[i]`` sent in the last exchange
         self.received = np.zeros((net.n_in,) + tuple(shape), dtype=dtype)
+        #: where to write the next message
+        self.outgoing = self.sends[0]
+        #: what the last exchange sent (a zero buffer before the first)
+        self.last_sent = self.sends[-1]
+        #: the release of :attr:`outgoing` when the buffers are wrapped (:meth:`wrap`)
+        self.outgoing_release: Release | None = None
+        self._wrapped: tuple[Release, ...] | None = None
         # The sends live as long as the channel, so no other object can share their ids.
         self._index = {id(send): i for i, send in enumerate(self.sends)}
+        # after sending buffer i, buffer _following[i] is the outgoing one
+        self._following = tuple((i + 1) % buffers for i in range(buffers))
         self._nbytes = self.sends[0].nbytes
         self._counters = None  # the phase's meter counters, made by the first exchange
         try:
@@ -170,17 +190,29 @@ class BroadcastChannel:
         requests = self._requests
         return bool(requests) and not isinstance(requests[0], _BlockingAllgather)
 
+    def wrap(self, make) -> None:
+        """Wrap each send buffer in a release once, for a message whose kind never changes.
+
+        ``make(buffer)`` returns the release of ``buffer`` (e.g. ``Release.nonprivate``);
+        from then on :attr:`outgoing_release` is the release of :attr:`outgoing`, so a
+        method that sends its state in the clear makes no release per iteration.
+        """
+        self._wrapped = tuple(make(send) for send in self.sends)
+        self.outgoing_release = self._wrapped[self._index[id(self.outgoing)]]
+
     def exchange(self, release: Release) -> np.ndarray:
         """Send ``release`` to every out-neighbour; return :attr:`received`.
 
-        ``release.payload`` must be one of :attr:`sends` itself (not a copy or a view).
+        ``release.payload`` must be one of the channel's buffers itself (normally
+        :attr:`outgoing`). Afterwards it is :attr:`last_sent`, and :attr:`outgoing` is the
+        next buffer.
         """
         payload = release.payload if release.__class__ is Release else Network._payload(release)
         index = self._index.get(id(payload))
         if index is None:
             raise ValueError(
                 f"channel {self.phase!r} sends only from its own buffers: compute the "
-                "message into channel.sends[i] and wrap that array in the release")
+                "message into channel.outgoing and wrap that array in the release")
         net = self._net
         if net.guards:
             net._admit([(release, net.out_neighbors)], self.phase)
@@ -194,7 +226,28 @@ class BroadcastChannel:
             counters = self._counters = net.meter.counters(self.phase)
         net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
                                elapsed)
+        following = self._following[index]
+        self.last_sent = payload
+        self.outgoing = self.sends[following]
+        if self._wrapped is not None:
+            self.outgoing_release = self._wrapped[following]
         return self.received
+
+    def mix(self, release: Release, self_weight: float,
+            neighbour_weights: np.ndarray) -> np.ndarray:
+        """Send ``release``, then return the weighted neighbour average
+        ``self_weight * payload + neighbour_weights @ received``.
+
+        ``neighbour_weights[i]`` weighs ``in_neighbors[i]`` (e.g. a row of Metropolis
+        weights, :meth:`~mpi_privopt.agent.Agent.mixing_row`).
+        """
+        received = self.exchange(release)
+        return self_weight * release.payload + neighbour_weights @ received
+
+    def average(self, self_weight: float, neighbour_weights: np.ndarray) -> np.ndarray:
+        """The weighted average of the last exchange, ``self_weight * last_sent +
+        neighbour_weights @ received``, without sending (zero before the first exchange)."""
+        return self_weight * self.last_sent + neighbour_weights @ self.received
 
     def free(self) -> None:
         """Release the persistent requests (done by :meth:`Network.free`)."""
@@ -408,7 +461,8 @@ class Network:
         dtype : numpy dtype, optional
             The message's element type (float64).
         buffers : int, optional
-            How many send buffers (2 for double buffering).
+            How many send buffers: 2 keeps the last message readable in
+            ``channel.last_sent`` while the next one is written into ``channel.outgoing``.
         """
         shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
         channel = BroadcastChannel(self, phase, shape, np.dtype(dtype), buffers)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -57,6 +58,11 @@ class Algorithm(ABC):
     #: Params fields that name one of a few options, with the options; a field is checked
     #: only where the method's Params has it.
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"schedule": SCHEDULES}
+    #: further checks of the Params, shared between methods as functions
+    #: (``check(name, params)`` raises ConfigError), run after the ones above
+    param_checks: ClassVar[tuple[Callable, ...]] = ()
+    #: checks of the whole config (``check(name, cfg)``), run by :meth:`validate_config`
+    config_checks: ClassVar[tuple[Callable, ...]] = ()
 
     @classmethod
     def validate(cls, params: "Algorithm.Params") -> None:
@@ -76,10 +82,14 @@ class Algorithm(ABC):
             if value is not None and value not in options:
                 raise ConfigError(f"algorithm.{key} = {value!r} is unknown for {cls.name!r}",
                                   f"valid: {', '.join(options)}")
+        for check in cls.param_checks:
+            check(cls.name, params)
 
     @classmethod
     def validate_config(cls, cfg) -> None:
         """Raise ConfigError when other sections do not suit the method (e.g. no budget)."""
+        for check in cls.config_checks:
+            check(cls.name, cfg)
 
     def __init__(self, agent: Agent, params: "Algorithm.Params") -> None:
         self.agent = agent

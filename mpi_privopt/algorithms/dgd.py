@@ -1,9 +1,13 @@
-"""Distributed subgradient descent (Nedic & Ozdaglar 2009), non-private."""
+"""Distributed subgradient descent (Nedic & Ozdaglar 2009), non-private.
+
+Also home of what the methods built on the paper's DGD share (FS runs a DGD; RSS-NB and
+RSS-LB take its projected step after their own perturbed fusion), as functions:
+:func:`initial_point`, :func:`validate_box` and :func:`projected_step`.
+"""
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
 
 import numpy as np
 
@@ -34,6 +38,46 @@ def initial_point(agent, init: str, box: float) -> np.ndarray:
     raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
 
 
+@dataclasses.dataclass
+class DGDParams:
+    """The ``[algorithm]`` keys of DGD (FS adds its own to them)."""
+
+    step: float = 0.05
+    schedule: str = "sqrt"
+    box: float = math.inf
+    gradient_at: str = "own"
+    init: str = "zero"
+
+
+#: the option keys of the DGD family, with their options
+DGD_CHOICES = {**Algorithm.choices, "init": INITS, "gradient_at": GRADIENT_POINTS}
+
+
+def validate_box(name: str, params) -> None:
+    """Raise ConfigError for a box X = [-box, box]^D the method cannot use."""
+    if not params.box > 0:
+        raise ConfigError(f"algorithm.box = {params.box} must be positive for {name!r}",
+                          "give the half-width of the box X = [-box, box]^D, or inf for none")
+    if params.init != "zero" and not math.isfinite(params.box):
+        raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
+                          "set algorithm.box (the initial points are placed in the box)")
+
+
+def projected_step(v: np.ndarray, alpha: float, gradient: np.ndarray, box: float | None,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """``P_X[v - alpha gradient]`` with X = [-box, box]^D (``box`` None: X = R^D), written
+    into ``out`` (a new array by default)."""
+    x = np.subtract(v, alpha * gradient, out=out)
+    if box is not None:
+        np.clip(x, -box, box, out=x)
+    return x
+
+
+def box_or_none(box: float) -> float | None:
+    """The box of :func:`projected_step`: None when it is infinite (no projection)."""
+    return box if math.isfinite(box) else None
+
+
 @register
 class DGD(Algorithm):
     r"""Distributed (sub)gradient descent with Metropolis mixing.
@@ -62,88 +106,46 @@ class DGD(Algorithm):
 
     The message is the agent's clean iterate, so this baseline is **not private**: its
     releases are marked non-private and every link's privacy loss is unbounded.
+
+    Parameters beyond the contract (for a method that runs a DGD, e.g. FS): ``note``, the
+    note the ledger keeps with the phase "x" releases. :attr:`objective` is the function
+    whose gradient the agent follows (f_k; FS sets its f-hat_k).
     """
 
     name = "dgd"
     summary = "distributed subgradient descent, Metropolis weights (non-private)"
-
-    @dataclasses.dataclass
-    class Params:
-        step: float = 0.05
-        schedule: str = "sqrt"
-        box: float = math.inf
-        gradient_at: str = "own"
-        init: str = "zero"
-
+    Params = DGDParams
     positive = ("step",)
-    choices = {**Algorithm.choices, "init": INITS, "gradient_at": GRADIENT_POINTS}
-    #: the note the ledger keeps with phase "x" releases
-    release_note: ClassVar[str] = ""
-    #: whether phase "x" is sent (through a persistent channel); methods that override
-    #: :meth:`fuse` to send something else set it False
-    sends_x: ClassVar[bool] = True
+    choices = DGD_CHOICES
+    param_checks = (validate_box,)
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        if not params.box > 0:
-            raise ConfigError(f"algorithm.box = {params.box} must be positive for {cls.name!r}",
-                              "give the half-width of the box X = [-box, box]^D, or inf for none")
-        if params.init != "zero" and not math.isfinite(params.box):
-            raise ConfigError(f"algorithm.init = {params.init!r} needs a finite algorithm.box",
-                              "set algorithm.box (the initial points are placed in the box)")
-
-    def __init__(self, agent, params) -> None:
+    def __init__(self, agent, params, note: str = "") -> None:
         super().__init__(agent, params)
-        net = agent.net
         self.self_weight, self.neighbor_weights = agent.mixing_row()
-        # x^(n) and x^(n+1) live in two buffers, those of a persistent broadcast when x is
-        # sent: the step writes the next iterate into the buffer the last one is not in,
-        # so the exchange runs on fixed buffers (set up once) and the previous iterate
-        # stays readable until the step after.
-        dim = agent.problem.n_features
-        if self.sends_x:
-            channel = net.broadcast_channel("x", dim, buffers=2)
-            buffers, self._received = channel.sends, channel.received
-            self._exchange = channel.exchange
-        else:
-            buffers, self._received = (np.zeros(dim), np.zeros(dim)), np.zeros((net.n_in, dim))
-        self.x, self._spare = buffers
+        # x^(n-1) is sent from the channel while x^(n) is computed into channel.outgoing;
+        # the clear message is wrapped once per buffer, not once per iteration.
+        self.channel = agent.net.broadcast_channel("x", agent.problem.n_features, buffers=2)
+        self.channel.wrap(lambda buffer: Release.nonprivate(buffer, note))
+        self.x = self.channel.outgoing
         self.x[...] = initial_point(agent, params.init, params.box)
-        # A release only wraps its buffer, so each buffer's release is made once.
-        self._release, self._spare_release = (
-            Release.nonprivate(buffer, self.release_note) for buffer in buffers)
         #: the function whose gradient the agent follows (FS replaces it by f-hat)
         self.objective = agent.problem
         #: where the last gradient was taken (v_k, or x_k for gradient_at = "own")
         self.gradient_point = self.x
         # Fixed for the run; read once here rather than on every step.
-        self._fused = self.fused_gradient
-        self._projected = math.isfinite(params.box)  # no projection onto X = R^D
+        self._fused = params.gradient_at == "fused"
+        self._box = box_or_none(params.box)
         self._constant_step = params.schedule == "constant"
 
-    @property
-    def fused_gradient(self) -> bool:
-        """Whether the gradient is taken at the fused point v (Gade & Vaidya's form)."""
-        return self.params.gradient_at == "fused"
-
-    def fuse(self, alpha: float) -> np.ndarray:
-        """Phase "x": broadcast x, return sum_l W_kl x_l over N_k U {k}."""
-        received = self._exchange(self._release)
-        return self.self_weight * self.x + self.neighbor_weights @ received
-
     def step(self, n: int) -> None:
-        params = self.params
+        params, channel = self.params, self.channel
         alpha = (params.step if self._constant_step
                  else step_size(params.schedule, params.step, n))
-        v = self.fuse(alpha)  # no fuse changes self.x
+        # phase "x": send x^(n-1), fuse with the neighbours' (x^(n-1) stays in self.x)
+        v = channel.mix(channel.outgoing_release, self.self_weight, self.neighbor_weights)
         point = self.gradient_point = v if self._fused else self.x
-        x = self._spare
-        np.subtract(v, alpha * self.objective.subgradient(point), out=x)
-        if self._projected:
-            np.clip(x, -params.box, params.box, out=x)
-        self._spare, self.x = self.x, x
-        self._spare_release, self._release = self._release, self._spare_release
+        self.x = projected_step(v, alpha, self.objective.subgradient(point), self._box,
+                                out=channel.outgoing)
 
     @property
     def estimate(self) -> np.ndarray:

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..errors import ConfigError
-from ..privacy.calibration import basic_composition_noise, basic_composition_schedule
-from .base import register
-from .zcdp_nfl import ZCDPNFL, NoiseParams
+from ..privacy.calibration import basic_composition_gaussian_schedule, basic_composition_schedule
+from .admm import ConsensusState
+from .base import Algorithm, register
+from .perturbed import (IterateRelease, NoiseParams, noise_horizon, validate_budget,
+                        validate_noise_params)
+from .zcdp_nfl import private_linearised_step
 
 MECHANISMS = ("classical", "analytic")
 
@@ -18,13 +23,36 @@ def largest_release_epsilon(epsilon: float, delta: float, T: int, tau: float) ->
     return float(eps_n.max())
 
 
+def check_basic_composition(name: str, cfg) -> None:
+    """Raise ConfigError when basic composition over T cannot cover the run (releases past
+    T), or gives a per-release eps_n where the classical mechanism does not hold."""
+    params = cfg.algorithm.params
+    if params.noiseless:
+        return
+    T = params.horizon or cfg.run.iterations
+    if T < cfg.run.iterations:
+        raise ConfigError(
+            f"{name} composes its budget over algorithm.horizon = {T} releases, "
+            f"but run.iterations = {cfg.run.iterations}",
+            "set algorithm.horizon = 0 (or >= run.iterations): basic composition has "
+            "no budget left for releases past T")
+    largest = largest_release_epsilon(cfg.privacy.epsilon, cfg.privacy.delta, T, params.tau)
+    if params.mechanism == "classical" and largest >= 1.0:
+        raise ConfigError(
+            f"privacy.epsilon = {cfg.privacy.epsilon} over T = {T} gives a per-release "
+            f"eps_n up to {largest:.4g} >= 1, where the classical Gaussian "
+            "mechanism does not hold",
+            "set algorithm.mechanism = analytic, or lower privacy.epsilon")
+
+
 @register
-class EpsDeltaNFL(ZCDPNFL):
+class EpsDeltaNFL(Algorithm):
     r"""(epsilon, delta)DP-NFL, the baseline of Gauthier et al. 2024 (Sec. 5).
 
     "Identical to zCDP-NFL except that it uses conventional (epsilon, delta)-DP rules to
     control the local noise": the updates (7)-(9) and the message are those of
-    :class:`~mpi_privopt.algorithms.zcdp_nfl.ZCDPNFL`::
+    :class:`~mpi_privopt.algorithms.zcdp_nfl.ZCDPNFL` (the same function,
+    :func:`~mpi_privopt.algorithms.zcdp_nfl.private_linearised_step`)::
 
         (7)  w_k^(n)  = wt_k^(n-1) - ( g_k^(n-1) + gamma_k^(n-1)
                         + rho sum_{l in N_k} (wt_k^(n-1) - wt_l^(n-1)) ) / (1/eta^(n) + 2 rho d_k)
@@ -64,45 +92,30 @@ class EpsDeltaNFL(ZCDPNFL):
         schedule: str = "sqrt"
         mechanism: str = "classical"
 
-    choices = {**ZCDPNFL.choices, "mechanism": MECHANISMS}
+    positive = ("rho", "eta")
+    choices = {**Algorithm.choices, "mechanism": MECHANISMS}
 
-    @classmethod
-    def validate_config(cls, cfg) -> None:
-        super().validate_config(cfg)
-        params = cfg.algorithm.params
-        if params.noiseless:
-            return
-        T = params.horizon or cfg.run.iterations
-        if T < cfg.run.iterations:
-            raise ConfigError(
-                f"{cls.name} composes its budget over algorithm.horizon = {T} releases, "
-                f"but run.iterations = {cfg.run.iterations}",
-                "set algorithm.horizon = 0 (or >= run.iterations): basic composition has "
-                "no budget left for releases past T")
-        largest = largest_release_epsilon(cfg.privacy.epsilon, cfg.privacy.delta, T, params.tau)
-        if params.mechanism == "classical" and largest >= 1.0:
-            raise ConfigError(
-                f"privacy.epsilon = {cfg.privacy.epsilon} over T = {T} gives a per-release "
-                f"eps_n up to {largest:.4g} >= 1, where the classical Gaussian "
-                "mechanism does not hold",
-                "set algorithm.mechanism = analytic, or lower privacy.epsilon")
+    param_checks = (validate_noise_params,)
+    config_checks = (validate_budget, check_basic_composition)
 
-    def calibrate(self) -> None:
-        privacy = self.agent.privacy
-        self.multipliers = basic_composition_noise(privacy.epsilon, privacy.delta, self.horizon,
-                                                   self.params.tau, self.params.mechanism)
-        self.eps_n, self.delta_n = basic_composition_schedule(
-            privacy.epsilon, privacy.delta, self.horizon, self.params.tau)
+    def __init__(self, agent, params) -> None:
+        super().__init__(agent, params)
+        dim = agent.problem.n_features
+        self.state = ConsensusState(agent.net, dim, params.rho)
+        #: the noise schedule (None: noiseless)
+        self.schedule = None if params.noiseless else basic_composition_gaussian_schedule(
+            agent.privacy.epsilon, agent.privacy.delta, noise_horizon(agent, params),
+            params.tau, params.mechanism)
+        self.release = IterateRelease(agent.noise, self.schedule)
+        self.w = np.zeros(dim)
 
-    def noise_sigma(self, n: int, sensitivity: float) -> float:
-        return sensitivity * float(self.multipliers[n - 1])
+    def step(self, n: int) -> None:
+        self.w = private_linearised_step(self.state, self.agent.problem, self.release,
+                                         self.params, n)
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.w
 
     def report(self) -> dict:
-        out = self.noise_report()
-        if not self.params.noiseless:
-            out[f"{self.name} schedule"] = (
-                f"{self.params.mechanism} Gaussian, basic composition over T = {self.horizon}: "
-                f"eps_n {self.eps_n[0]:.4g} -> {self.eps_n[-1]:.4g}, delta_n "
-                f"{self.delta_n[0]:.3g}, sigma/Delta {self.multipliers[0]:.4g} -> "
-                f"{self.multipliers[-1]:.4g}")
-        return out
+        return self.release.report(self.name, self.agent.id, "schedule")

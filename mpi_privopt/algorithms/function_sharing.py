@@ -8,9 +8,9 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.release import Release
 from ..problems.polynomial import Polynomial, basis_size, monomial_basis
-from .base import register
-from .dgd import DGD
 from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
+from .base import Algorithm, register
+from .dgd import DGD, DGD_CHOICES, DGDParams, validate_box
 
 FS_NOTE = ("FS: DGD on the obfuscated objective f-hat; not differential privacy; "
            "see the topology certificate")
@@ -43,8 +43,18 @@ class SharedObjective:
         return self.base.subgradient(w, clipped=clipped) + self.noise.gradient(w)
 
 
+def validate_shares(name: str, params) -> None:
+    """Raise ConfigError for a share scale or degree FS cannot use."""
+    if not params.sigma >= 0:
+        raise ConfigError(f"algorithm.sigma = {params.sigma} must be >= 0",
+                          "the standard deviation of the share coefficients")
+    if params.degree < 1:
+        raise ConfigError(f"algorithm.degree = {params.degree} must be >= 1",
+                          "the largest total degree of the shared polynomials")
+
+
 @register
-class FunctionSharing(DGD):
+class FunctionSharing(Algorithm):
     r"""FS: a one-time exchange of random functions, then DGD on the obfuscated objectives.
 
     Setup (once, before iteration 1), agent j::
@@ -56,7 +66,8 @@ class FunctionSharing(DGD):
         f-hat_j(x) = f_j(x) + p_j(x)                                          (eq. 9)
 
     Then for k = 1, 2, ... the paper's DGD with f-hat_j in place of f_j (phase "x",
-    broadcast of the clean iterate of the obfuscated problem)::
+    broadcast of the clean iterate of the obfuscated problem; the agent runs a
+    :class:`~mpi_privopt.algorithms.dgd.DGD` whose objective it sets to f-hat_j)::
 
         v_k^j = sum_{i in N_j U {j}} B[j,i] x_k^i,   x_{k+1}^j = P_X[v_k^j - alpha_k grad f-hat_j(v_k^j)]
 
@@ -78,7 +89,7 @@ class FunctionSharing(DGD):
     release_note = FS_NOTE
 
     @dataclasses.dataclass
-    class Params(DGD.Params):
+    class Params(DGDParams):
         step: float = 1.0
         schedule: str = "inverse"
         gradient_at: str = "fused"
@@ -87,20 +98,16 @@ class FunctionSharing(DGD):
         cross_terms: bool = True
         adversaries: int = 1
 
+    positive = ("step",)
     non_negative = {"adversaries": ADVERSARIES_MEANING}
+    choices = DGD_CHOICES
 
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)
-        if not params.sigma >= 0:
-            raise ConfigError(f"algorithm.sigma = {params.sigma} must be >= 0",
-                              "the standard deviation of the share coefficients")
-        if params.degree < 1:
-            raise ConfigError(f"algorithm.degree = {params.degree} must be >= 1",
-                              "the largest total degree of the shared polynomials")
+    param_checks = (validate_box, validate_shares)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
+        #: the DGD the agent runs, on f_j until the shares arrive, then on f-hat_j
+        self.dgd = DGD(agent, params, note=FS_NOTE)
         size = basis_size(agent.problem.n_features, params.degree, params.cross_terms)
         if size > MAX_MONOMIALS:
             raise ConfigError(
@@ -120,12 +127,31 @@ class FunctionSharing(DGD):
                                             for c in self.shares_sent], "fs-setup")
         self.noise_function = Polynomial(
             basis, self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0))
-        self.objective = SharedObjective(self.agent.problem, self.noise_function)
+        self.dgd.objective = SharedObjective(self.agent.problem, self.noise_function)
 
     def step(self, n: int) -> None:
         if self.noise_function is None:
             self.share_functions()
-        super().step(n)
+        self.dgd.step(n)
+
+    @property
+    def objective(self):
+        """What the agent descends on: f-hat_j after the setup exchange (f_j before)."""
+        return self.dgd.objective
+
+    @property
+    def x(self) -> np.ndarray:
+        """x_k^j, the agent's iterate."""
+        return self.dgd.x
+
+    @property
+    def gradient_point(self) -> np.ndarray:
+        """Where the last gradient (of f-hat_j) was taken."""
+        return self.dgd.gradient_point
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.dgd.x
 
     def report(self) -> dict:
         cls = (f"polynomials of degree <= {self.params.degree}"

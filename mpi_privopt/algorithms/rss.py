@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+from abc import abstractmethod
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 from ..privacy.release import Release
-from .base import register
-from .dgd import DGD
+from .base import Algorithm, register
+from .dgd import DGD_CHOICES, box_or_none, initial_point, projected_step, validate_box
 from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
                             locally_balanced_noise, network_balanced_shares)
+from .steps import step_size
 
 NB_NOTE = ("RSS-NB structured randomization: not differential privacy; "
            "see the topology certificate")
@@ -47,32 +48,51 @@ class RSSParams:
     adversaries: int = 1
 
 
-class _StructuredRandomization(DGD):
-    """What RSS-NB and RSS-LB share: the paper's DGD step after a perturbed fusion."""
+def validate_delta(name: str, params: RSSParams) -> None:
+    """Raise ConfigError for a perturbation bound Delta that is negative or infinite."""
+    if not (params.delta >= 0 and math.isfinite(params.delta)):
+        raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
+                          "Delta bounds the perturbation; 0 gives plain DGD")
 
-    scope: ClassVar[str] = RSS_SCOPE
-    sends_x = False  # the perturbed states go out instead (phases "w" / "w-link")
+
+class StructuredRandomization(Algorithm):
+    """The contract RSS-NB and RSS-LB share (a family, not a method: only the two variants
+    are registered): the paper's projected gradient step at the fused point v_k, after a
+    perturbed fusion that each variant defines (:meth:`fuse`).
+    """
+
     Params = RSSParams
+    positive = ("step",)
     non_negative = {"adversaries": ADVERSARIES_MEANING}
+    param_checks = (validate_box, validate_delta)  # no gradient_at: always the fused point
+
+    def __init__(self, agent, params) -> None:
+        super().__init__(agent, params)
+        self.self_weight, self.neighbor_weights = agent.mixing_row()
+        self.x = initial_point(agent, params.init, params.box)
+        #: where the last gradient was taken: v_k (Algorithms 1 and 2, line 9)
+        self.gradient_point = self.x
+        self._box = box_or_none(params.box)
+
+    @abstractmethod
+    def fuse(self, alpha: float) -> np.ndarray:
+        """Send the perturbed state(s), return v_k^j."""
+
+    def step(self, n: int) -> None:
+        alpha = step_size(self.params.schedule, self.params.step, n)
+        v = self.gradient_point = self.fuse(alpha)
+        self.x = projected_step(v, alpha, self.agent.problem.subgradient(v), self._box)
 
     @property
-    def fused_gradient(self) -> bool:
-        # Algorithms 1 and 2, line 9: the gradient is always taken at v_k
-        return True
-
-    @classmethod
-    def validate(cls, params) -> None:
-        super().validate(params)  # there is no gradient_at: always the fused point
-        if not (params.delta >= 0 and math.isfinite(params.delta)):
-            raise ConfigError(f"algorithm.delta = {params.delta} must be finite and >= 0",
-                              "Delta bounds the perturbation; 0 gives plain DGD")
+    def estimate(self) -> np.ndarray:
+        return self.x
 
     def report(self) -> dict:
-        return certificate_report(self.agent.graph, self.params.adversaries, self.scope)
+        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
 
 
 @register
-class RSSNB(_StructuredRandomization):
+class RSSNB(StructuredRandomization):
     r"""RSS-NB, Randomized State Sharing, Network Balanced (Gade & Vaidya, Algorithm 1).
 
     Agent j, with s_1^{j,i} = s_1^{i,j} = 0, for k = 1, 2, ...::
@@ -98,7 +118,7 @@ class RSSNB(_StructuredRandomization):
 
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
-    choices = {**DGD.choices, "noise": NB_DISTRIBUTIONS}
+    choices = {**DGD_CHOICES, "noise": NB_DISTRIBUTIONS}
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -108,13 +128,15 @@ class RSSNB(_StructuredRandomization):
         self.shares_received = np.zeros((net.n_in, dim))    # s_k^{i,j}
         self.perturbation = np.zeros(dim)                   # d_k^j
         self._shares_in = np.empty((net.n_in, dim))
+        self._received = np.empty((net.n_in, dim))
 
     def fuse(self, alpha: float) -> np.ndarray:
-        net = self.agent.net
+        """Perturb, exchange states ("w") and the next shares ("s"), return v_k^j."""
+        net, x = self.agent.net, self.x
         self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
-        w = self.x + alpha * self.perturbation
+        w = x + alpha * self.perturbation
         upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
-                                           self.x.size, self.share_bound, self.params.noise)
+                                           x.size, self.share_bound, self.params.noise)
         states = net.ibroadcast(Release.nonprivate(w, note=NB_NOTE), "w", out=self._received)
         shares = (net.iscatter([Release.nonprivate(s, note=NB_SHARE_NOTE) for s in upcoming],
                                "s", out=self._shares_in) if net.n_out else None)
@@ -127,7 +149,7 @@ class RSSNB(_StructuredRandomization):
 
 
 @register
-class RSSLB(_StructuredRandomization):
+class RSSLB(StructuredRandomization):
     r"""RSS-LB, Randomized State Sharing, Locally Balanced (Gade & Vaidya, Algorithm 2).
 
     Agent j, for k = 1, 2, ...::
@@ -153,7 +175,7 @@ class RSSLB(_StructuredRandomization):
 
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
-    choices = {**DGD.choices, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
+    choices = {**DGD_CHOICES, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
 
     @dataclasses.dataclass
     class Params(RSSParams):
@@ -161,17 +183,20 @@ class RSSLB(_StructuredRandomization):
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
+        net, dim = agent.net, agent.problem.n_features
         # Metropolis weights are symmetric, so the column B[i, j] over the out-links
         # equals this agent's row B[j, i]
         self.column_weights = self.neighbor_weights
-        self.link_noise = np.zeros((agent.net.n_out, agent.problem.n_features))  # d_k^{j,i}
+        self.link_noise = np.zeros((net.n_out, dim))  # d_k^{j,i}
+        self._received = np.empty((net.n_in, dim))
 
     def fuse(self, alpha: float) -> np.ndarray:
-        net = self.agent.net
+        """Draw d_k^{j,i}, scatter the per-link states ("w-link"), return v_k^j."""
+        x = self.x
         self.link_noise = locally_balanced_noise(
-            self.agent.rng, self.column_weights, self.x.size, self.params.delta,
+            self.agent.rng, self.column_weights, x.size, self.params.delta,
             self.params.noise, self.params.scale)
-        states = self.x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
+        states = x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
         releases = [Release.nonprivate(row, note=LB_NOTE) for row in states]
-        received = net.scatter(releases, "w-link", out=self._received)
-        return self.self_weight * self.x + self.neighbor_weights @ received
+        received = self.agent.net.scatter(releases, "w-link", out=self._received)
+        return self.self_weight * x + self.neighbor_weights @ received

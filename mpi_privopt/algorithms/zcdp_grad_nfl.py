@@ -6,12 +6,13 @@ import dataclasses
 import numpy as np
 
 from .base import Algorithm, register
+from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
+                        validate_noise_params, zcdp_schedule)
 from .steps import step_size
-from .zcdp_nfl import PerturbedRelease, ZCDPParams
 
 
 @register
-class ZCDPGradNFL(PerturbedRelease, Algorithm):
+class ZCDPGradNFL(Algorithm):
     r"""zCDP-grad-NFL: Nedic-Ozdaglar distributed subgradient with zCDP-NFL's noise rule.
 
     The baseline "conventional subgradient-based networked FL [Nedic & Ozdaglar 2009],
@@ -52,31 +53,42 @@ class ZCDPGradNFL(PerturbedRelease, Algorithm):
         schedule: str = "constant"
 
     positive = ("step",)
+    choices = ZCDP_CHOICES
+    param_checks = (validate_noise_params,)
+
+    config_checks = (validate_budget,)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
-        net = agent.net
         self.self_weight, self.neighbor_weights = agent.mixing_row()
         p = agent.problem.n_features
         self.w = np.zeros(p)
-        # wt in the two send buffers of a persistent broadcast, as in LinearizedADMM
-        self._channel = net.broadcast_channel("w", p, buffers=2)
-        self.wt, self._spare = self._channel.sends
-        self._received = self._channel.received
-        self.init_noise()
+        # wt^(n-1) stays readable (channel.last_sent) while wt^(n) is released into
+        # channel.outgoing
+        self.channel = agent.net.broadcast_channel("w", p, buffers=2)
+        #: the noise schedule (None: noiseless)
+        self.schedule = zcdp_schedule(agent, params)
+        self.release = IterateRelease(agent.noise, self.schedule)
 
     def sensitivity(self, alpha: float) -> float:
         problem = self.agent.problem
         return 2.0 * problem.clip * alpha / problem.n_samples
 
     def step(self, n: int) -> None:
+        channel = self.channel
         alpha = step_size(self.params.schedule, self.params.step, n)
-        g = self.agent.problem.subgradient(self.wt)
-        self.w = self.self_weight * self.wt + self.neighbor_weights @ self._received - alpha * g
-        release = self.release_iterate(self.w, n, self.sensitivity(alpha), self._spare)
-        self._channel.exchange(release)
-        self._spare, self.wt = self.wt, release.payload
+        g = self.agent.problem.subgradient(channel.last_sent)
+        self.w = channel.average(self.self_weight, self.neighbor_weights) - alpha * g
+        channel.exchange(self.release(self.w, n, self.sensitivity(alpha), channel.outgoing))
+
+    @property
+    def wt(self) -> np.ndarray:
+        """wt_k, the last value sent."""
+        return self.channel.last_sent
 
     @property
     def estimate(self) -> np.ndarray:
         return self.w
+
+    def report(self) -> dict:
+        return self.release.report(self.name, self.agent.id, "phi^(1)")

@@ -20,7 +20,9 @@ At equal (epsilon, delta): ``Phi_standard < Phi_tight < Phi_exact``, i.e. less n
 The (epsilon, delta)-DP-NFL baseline (notes sec. 2.4 item 1) uses the classical Gaussian
 mechanism per round with basic composition instead; see :func:`basic_composition_schedule`.
 
-All multipliers returned here are ``sigma_n / Delta_n``.
+All multipliers returned here are ``sigma_n / Delta_n``. The algorithms take their noise as
+a schedule value (:mod:`mpi_privopt.privacy.schedules`) made here from the budget:
+:func:`zcdp_nfl_schedule` and :func:`basic_composition_gaussian_schedule`.
 """
 from __future__ import annotations
 
@@ -35,9 +37,12 @@ from scipy import optimize, special
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
 from mpi_privopt.privacy.events import _positive
+from mpi_privopt.privacy.schedules import BasicCompositionSchedule, GeometricZCDPSchedule
 
 __all__ = [
     "analytic_gaussian_sigma",
+    "CALIBRATION_MARGIN",
+    "basic_composition_gaussian_schedule",
     "basic_composition_noise",
     "basic_composition_schedule",
     "calibrate_gaussian_noise",
@@ -49,12 +54,17 @@ __all__ = [
     "geometric_zcdp_schedule",
     "noise_multipliers",
     "total_zcdp_geometric",
+    "zcdp_nfl_schedule",
 ]
 
 Conversion = Literal["standard", "tight", "exact"]
 #: the zCDP-to-(eps, delta) conversions a budget can be calibrated with
 ZCDP_CONVERSIONS = ("standard", "tight", "exact")
 _RTOL = 4.0 * np.finfo(float).eps
+#: Relative margin below a calibrated per-release budget. The ledger adds the T
+#: per-release costs one by one; a margin far above their rounding (T * 1e-16) keeps a run
+#: calibrated to exactly the budget within it.
+CALIBRATION_MARGIN = 1e-12
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,6 +275,31 @@ def calibrate_phi1(
     """
     total = calibrate_zcdp_total(epsilon, delta, conversion)
     return total / _geometric_sum(_check_tau(tau), _check_rounds(T))
+
+
+def zcdp_nfl_schedule(epsilon: float, delta: float, T: int, tau: float,
+                      conversion: Conversion = "standard") -> GeometricZCDPSchedule:
+    """zCDP-NFL's noise schedule for a budget: phi^(1) from :func:`calibrate_phi1`, less
+    :data:`CALIBRATION_MARGIN`.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The run's budget (per agent, over T releases).
+    T : int
+        The horizon the schedule is calibrated over.
+    tau : float
+        The schedule's ratio (1 = constant).
+    conversion : {"standard", "tight", "exact"}
+        See :func:`calibrate_zcdp_total`.
+
+    Returns
+    -------
+    GeometricZCDPSchedule
+        ``sigma(n) = Delta / sqrt(2 phi1 tau^-(n-1))``.
+    """
+    phi1 = (1.0 - CALIBRATION_MARGIN) * calibrate_phi1(epsilon, delta, T, tau, conversion)
+    return GeometricZCDPSchedule(phi1, tau, conversion, T)
 
 
 def noise_multipliers(phi_schedule: ArrayLike) -> np.ndarray:
@@ -500,3 +535,24 @@ def basic_composition_noise(
     if mechanism == "analytic":
         return np.asarray(analytic_gaussian_sigma(eps_n, delta_n))
     raise ConfigError(f"mechanism = {mechanism!r} is not known", 'use "classical" or "analytic"')
+
+
+def basic_composition_gaussian_schedule(
+    eps_total: float,
+    delta_total: float,
+    T: int,
+    tau: float = 1.0,
+    mechanism: Literal["classical", "analytic"] = "classical",
+) -> BasicCompositionSchedule:
+    """The (epsilon, delta)-DP-NFL baseline's noise schedule for a budget.
+
+    Parameters are those of :func:`basic_composition_noise`.
+
+    Returns
+    -------
+    BasicCompositionSchedule
+        ``sigma(n) = Delta * multiplier_n``, with the eps_n and delta_n it spends.
+    """
+    multipliers = basic_composition_noise(eps_total, delta_total, T, tau, mechanism)
+    eps_n, delta_n = basic_composition_schedule(eps_total, delta_total, T, tau)
+    return BasicCompositionSchedule(multipliers, eps_n, delta_n, mechanism)

@@ -149,9 +149,9 @@ def test_zcdp_nfl_run_equals_the_matrix_form_fed_the_same_noise(comm, shared_dir
     w, alpha = noisy_admm_matrix_form(graph, shards, 3, T, rho, eta, clip, eps, tau,
                                       "squared", elastic_net_l1(shards), 1.0)
     np.testing.assert_allclose(result.models, w, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(algorithm.gamma, alpha[comm.rank], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(algorithm.state.gamma, alpha[comm.rank], rtol=0, atol=1e-10)
     # The noise was really there: the run is not the noise-free one.
-    assert np.abs(algorithm.wt - algorithm.w).max() > 1e-6
+    assert np.abs(algorithm.state.wt - algorithm.w).max() > 1e-6
 
 
 @pytest.mark.mpi(min_size=2)
@@ -190,8 +190,8 @@ def test_network_sum_of_the_duals_stays_zero(comm, shared_dir, method, problem):
                                   [f"problem.name={problem}", f"algorithm.name={method}",
                                    "problem.clip=3.0", "privacy.epsilon=1.0",
                                    "run.iterations=30", "run.eval_every=30"])
-    total = comm.allreduce(algorithm.gamma)
-    scale = comm.allreduce(np.abs(algorithm.gamma).max(), op=MPI.MAX)
+    total = comm.allreduce(algorithm.state.gamma)
+    scale = comm.allreduce(np.abs(algorithm.state.gamma).max(), op=MPI.MAX)
     assert scale > 0
     np.testing.assert_allclose(total, 0.0, rtol=0, atol=1e-12 * max(1.0, scale) * comm.size)
 
@@ -234,7 +234,7 @@ def test_eps_delta_nfl_ledger_books_the_classical_gaussian_releases(comm, shared
         for value in row:
             if value is not None:
                 assert value == pytest.approx(rho, rel=1e-10)
-    ratios = np.array(algorithm.sigmas) / np.array(algorithm.sensitivities)
+    ratios = np.array(algorithm.release.sigmas) / np.array(algorithm.release.sensitivities)
     expected = [math.sqrt(2 * math.log(1.25 * T / DELTA)) / e for e in eps_n]
     np.testing.assert_allclose(ratios, expected, rtol=1e-12)
     # The same releases, accounted by zCDP: far below the nominal (eps, delta).

@@ -84,3 +84,63 @@ def test_free_releases_the_requests(net):
     net.free()
     assert not channel.persistent
     net.free()                                            # twice is harmless
+
+
+# -- what an algorithm asks for: outgoing, last_sent, mix, average, wrap ----------------------
+
+def test_the_channel_keeps_its_double_buffering_to_itself(net):
+    channel = net.broadcast_channel("x", 3, buffers=2)
+    assert channel.outgoing is not channel.last_sent
+    np.testing.assert_array_equal(channel.last_sent, 0.0)     # a zero initial message
+    seen = []
+    for n in range(4):
+        outgoing = channel.outgoing
+        outgoing[:] = n
+        channel.exchange(Release.public(outgoing))
+        assert channel.last_sent is outgoing                   # what was sent stays readable
+        assert channel.outgoing is not outgoing                # the next one goes elsewhere
+        np.testing.assert_array_equal(channel.last_sent, n)
+        seen.append(id(outgoing))
+    assert len(set(seen)) == 2 and seen[0] == seen[2]          # two fixed buffers, alternating
+    single = net.broadcast_channel("y", 3)
+    assert single.outgoing is single.last_sent is single.sends[0]
+    single.exchange(Release.public(single.outgoing))
+    assert single.outgoing is single.last_sent
+
+
+def test_mix_sends_and_returns_the_weighted_average(net):
+    channel = net.broadcast_channel("x", 3, buffers=2)
+    channel.outgoing[:] = [1.0, 2.0, 4.0]
+    # no neighbours in one process: the average is the own weighted term
+    mixed = channel.mix(Release.public(channel.outgoing), 0.25, np.zeros(0))
+    np.testing.assert_array_equal(mixed, [0.25, 0.5, 1.0])
+    assert mixed is not channel.last_sent                      # a new array, not a buffer
+    assert net.meter.counters("x").all_messages == 1
+    np.testing.assert_array_equal(channel.average(0.5, np.zeros(0)), [0.5, 1.0, 2.0])
+    assert net.meter.counters("x").all_messages == 1           # average sends nothing
+
+
+def test_wrapped_buffers_follow_the_outgoing_one_without_new_releases(net):
+    ledger = Ledger(0, [], 1e-5)
+    net.add_listener(ledger)
+    channel = net.broadcast_channel("x", 2, buffers=2)
+    assert channel.outgoing_release is None
+    channel.wrap(lambda buffer: Release.nonprivate(buffer, "clear"))
+    made = set()
+    for n in range(5):
+        release = channel.outgoing_release
+        assert release.payload is channel.outgoing and release.note == "clear"
+        made.add(id(release))
+        channel.mix(release, 1.0, np.zeros(0))
+    assert len(made) == 2                                       # one release per buffer
+    assert ledger.total.nonprivate == 5
+
+
+def test_mix_and_average_fall_back_like_exchange(net, as_mpi3):
+    with as_mpi3(net):
+        channel = net.broadcast_channel("x", 2, buffers=2)
+    assert not channel.persistent
+    channel.outgoing[:] = [3.0, 5.0]
+    np.testing.assert_array_equal(channel.mix(Release.public(channel.outgoing), 2.0,
+                                              np.zeros(0)), [6.0, 10.0])
+    np.testing.assert_array_equal(channel.last_sent, [3.0, 5.0])

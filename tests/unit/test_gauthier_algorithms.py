@@ -48,6 +48,15 @@ def test_bad_configurations_are_refused_with_the_key(overrides, message):
         load_config(None, overrides)
 
 
+@pytest.mark.parametrize("name,key", [("admm", "eta"), ("zcdp-nfl", "eta"), ("zcdp-nfl", "rho"),
+                                      ("eps-delta-nfl", "eta"), ("eps-delta-nfl", "rho"),
+                                      ("p-admm", "rho"), ("zcdp-grad-nfl", "step")])
+def test_each_method_refuses_a_non_positive_step_or_penalty(name, key):
+    with pytest.raises(ConfigError, match=f"algorithm.{key} = -0.1 must be positive"):
+        load_config(None, [f"algorithm.name={name}", "problem.clip=3", "privacy.epsilon=1",
+                           f"algorithm.{key}=-0.1"])
+
+
 def test_analytic_mechanism_lifts_the_classical_limit():
     cfg = load_config(None, ["algorithm.name=eps-delta-nfl", "problem.clip=3",
                              "privacy.epsilon=300", "algorithm.mechanism=analytic"])
@@ -70,9 +79,9 @@ def make_padmm(clip, rho=0.7, degree=3, K=5):
     X = rng.standard_normal((50, 8))
     y = X @ rng.standard_normal(8) + 0.1 * rng.standard_normal(50)
     problem = LocalProblem(X, y, "squared", l1=0.0, l2=1.0, n_agents=K, clip=clip)
-    # only the local solve is exercised: a network that hands out buffers and sends nothing
+    # only the local solve is exercised: a network whose channel sends nothing
     net = SimpleNamespace(n_in=degree, broadcast_channel=lambda phase, p, buffers: SimpleNamespace(
-        sends=tuple(np.zeros(p) for _ in range(buffers)), received=np.zeros((degree, p))))
+        outgoing=np.zeros(p), last_sent=np.zeros(p), received=np.zeros((degree, p))))
     agent = SimpleNamespace(id=0, problem=problem, net=net, noise=agent_noise("fast", 0, 0),
                             privacy=SimpleNamespace(epsilon=1.0, delta=1e-5), iterations=10)
     params = ALGORITHMS["p-admm"].Params(rho=rho)
@@ -105,6 +114,27 @@ def test_p_admm_local_solve_is_the_exact_minimiser(clip):
     # stationarity with the package's clipped gradient oracle, to rounding
     g = problem.subgradient(w) + 2 * rho * d * w + linear
     assert np.abs(g).max() < 1e-12
+
+
+def test_p_admm_counts_and_warns_a_solve_stopped_by_the_newton_cap():
+    from mpi_privopt.algorithms.p_admm import NewtonCapWarning
+    rng = np.random.default_rng(1)
+    start, linear = 10 * rng.standard_normal(8), 3 * rng.standard_normal(8)
+    exact, _ = make_padmm(1.0)
+    w = exact.local_minimiser(start, linear)            # clipping on: several Newton steps
+    assert exact.capped_solves == 0 and exact.solves == 1
+    assert exact.report()["p-admm capped local solves agent 0"].startswith("0 of 1")
+    capped, problem = make_padmm(1.0)
+    capped.newton_iterations = 1
+    with pytest.warns(NewtonCapWarning, match="cap of 1 Newton iterations"):
+        stopped = capped.local_minimiser(start, linear)
+    assert np.abs(stopped - w).max() > 1e-6            # really not the minimiser
+    g = problem.subgradient(stopped) + 2 * 0.7 * 3 * stopped + linear
+    assert np.abs(g).max() > 1e-6
+    capped.local_minimiser(start, linear)
+    assert (capped.capped_solves, capped.solves) == (2, 2)
+    assert capped.report()["p-admm capped local solves agent 0"].startswith(
+        "WARNING: 2 of 2 stopped at the cap of 1 Newton iterations")
 
 
 def test_p_admm_sensitivity_is_the_strong_convexity_bound():
