@@ -184,13 +184,33 @@ def test_final_release_reaches_every_rank_along_the_tree(comm, kind):
 
 @pytest.mark.mpi(min_size=4)
 def test_a_schedule_off_the_graph_is_refused_on_every_rank(comm):
-    _, net = make_network(comm, "ring")
+    graph, net = make_network(comm, "ring")
     schedule = [0, 2, 3]  # 0 -> 2 is not a link of the ring
     with pytest.raises(NotANeighbourError, match="at step 0 agent 0 would pass the token "
                                                  "to agent 2"):
         TokenChannel(net, schedule, WIDTH)
     with pytest.raises(ValueError, match="different schedules"):
         TokenChannel(net, [0, 1] if comm.rank == 1 else [0, comm.size - 1], WIDTH)
+    with pytest.raises(NotANeighbourError, match="tree does not lead from agent 0 to the "
+                                                 "last holder, agent 1"):
+        TokenChannel(net, [0, 1], WIDTH, tree=walks.spanning_tree(graph, 0))
+    net.free()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_phases_that_share_a_tag_or_a_chain_out_of_range_are_refused(comm):
+    _, net = make_network(comm, "ring")
+    buffer = np.zeros(1)
+    sent = [net.isend(v, Release.public(buffer), "phase77") for v in net.out_neighbors]
+    for v in net.in_neighbors:
+        net.recv(v, np.zeros(1), "phase77")
+    for pending in sent:
+        pending.wait()
+    # crc32 % 32000 of "phase77" equals that of ...
+    with pytest.raises(ValueError, match="'phase77' and 'phase327' share a message tag"):
+        net.isend(net.out_neighbors[0], Release.public(buffer), "phase327")
+    with pytest.raises(ValueError, match="chain 99999 is out of range"):
+        net.recv_any(buffer, "x", chain=99999)
     net.free()
 
 
