@@ -294,7 +294,7 @@ class Network:
         self.round = 0
         self._channels: list[BroadcastChannel] = []
         # The phase behind each point-to-point tag used so far (two phases whose names
-        # hash to one tag would match each other's messages: refused, see _tag).
+        # hash to one tag would match each other's messages: refused, see message_tag).
         self._tag_phases: dict[int, str] = {}
 
     @property
@@ -390,8 +390,13 @@ class Network:
                 f"agent {self.rank} cannot send to agent {dest}: it is not an out-neighbour "
                 f"(out-neighbours: {self.out_neighbors})") from None
 
-    def _tag(self, phase: str, chain: int) -> int:
-        """The message tag of ``phase`` on chain ``chain`` (messages match only within both)."""
+    def message_tag(self, phase: str, chain: int = 0) -> int:
+        """The MPI tag of point-to-point messages of ``phase`` on chain ``chain``.
+
+        Messages match only within one phase and one chain. Refuses (ValueError) a chain
+        beyond the MPI library's tag range, and a phase whose tag another phase already
+        used on this agent.
+        """
         tag = _phase_tag(phase)
         if chain:
             if not 0 < chain <= max_chain():
@@ -543,7 +548,7 @@ class Network:
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        self.comm.Send(payload, dest=dest, tag=self._tag(phase, chain))
+        self.comm.Send(payload, dest=dest, tag=self.message_tag(phase, chain))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
 
@@ -554,7 +559,7 @@ class Network:
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        request = self.comm.Isend(payload, dest=dest, tag=self._tag(phase, chain))
+        request = self.comm.Isend(payload, dest=dest, tag=self.message_tag(phase, chain))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
         return PendingExchange(request, None, self.meter, phase, [link], keep=payload)
@@ -563,7 +568,7 @@ class Network:
         """Receive one message from in-neighbour ``source`` into ``out``."""
         self._check_source(source)
         start = perf_counter()
-        self.comm.Recv(out, source=source, tag=self._tag(phase, chain))
+        self.comm.Recv(out, source=source, tag=self.message_tag(phase, chain))
         self.meter.record_receive(phase, perf_counter() - start)
         if self.receive_listeners:
             self._observe(out[np.newaxis], (source,), phase)
@@ -572,7 +577,7 @@ class Network:
     def irecv(self, source: int, out: np.ndarray, phase: str, chain: int = 0) -> PendingExchange:
         """Nonblocking :meth:`recv`."""
         self._check_source(source)
-        request = self.comm.Irecv(out, source=source, tag=self._tag(phase, chain))
+        request = self.comm.Irecv(out, source=source, tag=self.message_tag(phase, chain))
         observe = self._observer_for((source,), phase)
         return PendingExchange(request, out, self.meter, phase, [],
                                on_done=None if observe is None else
@@ -601,7 +606,8 @@ class Network:
         """
         status = MPI.Status()
         start = perf_counter()
-        request = self.comm.Irecv(out, source=MPI.ANY_SOURCE, tag=self._tag(phase, chain))
+        tag = self.message_tag(phase, chain)
+        request = self.comm.Irecv(out, source=MPI.ANY_SOURCE, tag=tag)
         wait_sleeping(request, status)
         self.meter.record_receive(phase, perf_counter() - start)
         source = status.Get_source()

@@ -108,6 +108,8 @@ class TokenChannel:
         self._send = np.zeros(shape, dtype=dtype)
         self._pending: list[PendingExchange] = []
         self._tree = None if tree is None else {int(v): int(p) for v, p in tree.items()}
+        for used in (phase, self.final_phase):  # refuse a bad chain or a tag clash now
+            net.message_tag(used, self.chain)
         self._agree(self._own_problem())
 
     # -- set-up ---------------------------------------------------------------------------
