@@ -10,7 +10,7 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.network import Network, NotANeighbourError
 from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.release import Release
-from mpi_privopt.token import TokenChannel
+from mpi_privopt.token_channel import TokenChannel
 from mpi_privopt.traffic import assemble_matrices
 
 WIDTH = 6  # float64 entries per token: 48 bytes per hop
