@@ -72,6 +72,7 @@ BACKOFF_CAP = 1e-3
 # The first sleep; doubled after each failed test, so a message that arrives soon is
 # seen soon, and a long wait costs one test per BACKOFF_CAP.
 _BACKOFF_FIRST = BACKOFF_CAP / 1024
+_BACKOFF_GROWTH = 2.0
 
 
 def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> None:
@@ -90,7 +91,7 @@ def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> Non
     pause = _BACKOFF_FIRST
     while not request.Test(status):
         sleep(pause)
-        pause = min(2.0 * pause, BACKOFF_CAP)
+        pause = min(_BACKOFF_GROWTH * pause, BACKOFF_CAP)
 
 
 _max_chain: int | None = None
