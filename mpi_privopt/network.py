@@ -13,7 +13,8 @@ Receive listeners see every block that arrives (used to model a curious neighbou
 
 Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
 (buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
-reused; waiting is done inside MPI, never by polling from Python. A broadcast repeated
+reused; waiting is done inside MPI, except where a rank may wait long (a token receive:
+see :func:`wait_sleeping`). A broadcast repeated
 every iteration can go through a :class:`BroadcastChannel` (:meth:`Network.broadcast_channel`):
 fixed buffers and an MPI-4 persistent neighbour collective set up once, which is cheaper
 per exchange than the one-off call; it offers what a method asks for (an exchange, a
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from time import perf_counter
+from time import perf_counter, sleep
 from typing import Protocol
 
 import numpy as np
@@ -64,6 +65,47 @@ def _phase_tag(phase: str) -> int:
     return zlib.crc32(phase.encode()) % 32000 + 1
 
 
+#: tags per chain: chain c of a phase uses tag ``c * _CHAIN_STRIDE + _phase_tag(phase)``
+_CHAIN_STRIDE = 32768
+
+#: longest sleep (seconds) between two tests of a request in :func:`wait_sleeping`
+BACKOFF_CAP = 1e-3
+# The first sleep; doubled after each failed test, so a message that arrives soon is
+# seen soon, and a long wait costs one test per BACKOFF_CAP.
+_BACKOFF_FIRST = BACKOFF_CAP / 1024
+_BACKOFF_GROWTH = 2.0
+
+
+def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> None:
+    """Complete ``request`` without keeping a core busy.
+
+    MPICH's blocking calls (``Wait``, ``Recv``) poll at 100% CPU. That is right for a
+    short exchange, but with a token K - 1 ranks wait at any time and the machine may
+    have fewer cores than ranks. So: test the request, and while it is not complete sleep,
+    doubling the sleep from ``BACKOFF_CAP / 1024`` up to ``BACKOFF_CAP`` (the backoff of
+    ``mpi4py.futures``). A rank that waits long then costs one test per millisecond, and
+    a message is seen at most ``BACKOFF_CAP`` after it arrives (docs/token.md has the
+    measured CPU time and latency).
+    """
+    if request.Test(status):
+        return
+    pause = _BACKOFF_FIRST
+    while not request.Test(status):
+        sleep(pause)
+        pause = min(_BACKOFF_GROWTH * pause, BACKOFF_CAP)
+
+
+_max_chain: int | None = None
+
+
+def max_chain() -> int:
+    """The largest chain number the MPI library's tag range allows (16383 with MPICH)."""
+    global _max_chain
+    if _max_chain is None:
+        _max_chain = (int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)) - 32000) // _CHAIN_STRIDE
+    return _max_chain
+
+
 class PendingExchange:
     """A nonblocking exchange in flight; :meth:`wait` completes it and returns the data."""
 
@@ -83,10 +125,17 @@ class PendingExchange:
         # Shows received data to the receive listeners once it has arrived.
         self._on_done = on_done
 
-    def wait(self) -> np.ndarray | None:
-        """Block inside MPI until the exchange is complete; return the receive buffer."""
+    def wait(self, *, sleeping: bool = False) -> np.ndarray | None:
+        """Block until the exchange is complete; return the receive buffer.
+
+        ``sleeping=True`` waits with :func:`wait_sleeping` instead of inside MPI (for a
+        wait that may be long, where MPI's polling would keep a core busy).
+        """
         start = perf_counter()
-        self._request.Wait()
+        if sleeping:
+            wait_sleeping(self._request)
+        else:
+            self._request.Wait()
         elapsed = perf_counter() - start
         if self._links == []:
             self._meter.record_receive(self._phase, elapsed)
@@ -298,6 +347,9 @@ class Network:
         self.guards: list[SendGuard] = []
         self.round = 0
         self._channels: list[BroadcastChannel] = []
+        # The phase behind each point-to-point tag used so far (two phases whose names
+        # hash to one tag would match each other's messages: refused, see message_tag).
+        self._tag_phases: dict[int, str] = {}
 
     @property
     def listeners(self) -> tuple[ReleaseListener, ...]:
@@ -391,6 +443,25 @@ class Network:
             raise NotANeighbourError(
                 f"agent {self.rank} cannot send to agent {dest}: it is not an out-neighbour "
                 f"(out-neighbours: {self.out_neighbors})") from None
+
+    def message_tag(self, phase: str, chain: int = 0) -> int:
+        """The MPI tag of point-to-point messages of ``phase`` on chain ``chain``.
+
+        Messages match only within one phase and one chain. Refuses (ValueError) a chain
+        beyond the MPI library's tag range, and a phase whose tag another phase already
+        used on this agent.
+        """
+        tag = _phase_tag(phase)
+        if chain:
+            if not 0 < chain <= max_chain():
+                raise ValueError(f"chain {chain} is out of range: the MPI library allows "
+                                 f"chains 0..{max_chain()}")
+            tag += chain * _CHAIN_STRIDE
+        seen = self._tag_phases.setdefault(tag, phase)
+        if seen != phase:
+            raise ValueError(f"point-to-point phases {seen!r} and {phase!r} share a message "
+                             "tag and would receive each other's messages; rename one")
+        return tag
 
     def _check_source(self, source: int) -> None:
         if source not in self._in_set:
@@ -521,47 +592,87 @@ class Network:
 
     # -- one neighbour (a token that travels) ---------------------------------------------
 
-    def send(self, dest: int, release: Release, phase: str) -> None:
-        """Send a release to one out-neighbour."""
+    def send(self, dest: int, release: Release, phase: str, chain: int = 0) -> None:
+        """Send a release to one out-neighbour.
+
+        ``chain`` keeps independent tokens of one phase apart: a message matches only a
+        receive of the same phase and chain.
+        """
         link = self._link(dest)
         payload = self._payload(release)
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        self.comm.Send(payload, dest=dest, tag=_phase_tag(phase))
+        self.comm.Send(payload, dest=dest, tag=self.message_tag(phase, chain))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
 
-    def isend(self, dest: int, release: Release, phase: str) -> PendingExchange:
+    def isend(self, dest: int, release: Release, phase: str, chain: int = 0) -> PendingExchange:
         """Nonblocking :meth:`send`."""
         link = self._link(dest)
         payload = self._payload(release)
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        request = self.comm.Isend(payload, dest=dest, tag=_phase_tag(phase))
+        request = self.comm.Isend(payload, dest=dest, tag=self.message_tag(phase, chain))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
         return PendingExchange(request, None, self.meter, phase, [link], keep=payload)
 
-    def recv(self, source: int, out: np.ndarray, phase: str) -> np.ndarray:
+    def recv(self, source: int, out: np.ndarray, phase: str, chain: int = 0) -> np.ndarray:
         """Receive one message from in-neighbour ``source`` into ``out``."""
         self._check_source(source)
         start = perf_counter()
-        self.comm.Recv(out, source=source, tag=_phase_tag(phase))
+        self.comm.Recv(out, source=source, tag=self.message_tag(phase, chain))
         self.meter.record_receive(phase, perf_counter() - start)
         if self.receive_listeners:
             self._observe(out[np.newaxis], (source,), phase)
         return out
 
-    def irecv(self, source: int, out: np.ndarray, phase: str) -> PendingExchange:
+    def irecv(self, source: int, out: np.ndarray, phase: str, chain: int = 0) -> PendingExchange:
         """Nonblocking :meth:`recv`."""
         self._check_source(source)
-        request = self.comm.Irecv(out, source=source, tag=_phase_tag(phase))
+        request = self.comm.Irecv(out, source=source, tag=self.message_tag(phase, chain))
         observe = self._observer_for((source,), phase)
         return PendingExchange(request, out, self.meter, phase, [],
                                on_done=None if observe is None else
                                (lambda data: observe(data[np.newaxis])))
+
+    def recv_any(self, out: np.ndarray, phase: str, chain: int = 0) -> int:
+        """Receive one message from whichever in-neighbour sends it (a token).
+
+        Waits with :func:`wait_sleeping`, so a rank waiting for the token does not keep a
+        core busy. The wait is recorded as receive time of ``phase``; receive listeners
+        see the block with its source.
+
+        Parameters
+        ----------
+        out : numpy.ndarray
+            Receives the payload; the message must fill it exactly.
+        phase : str
+            Only a message sent under this phase ...
+        chain : int
+            ... and this chain matches.
+
+        Returns
+        -------
+        int
+            The sender's rank (an in-neighbour; anything else is refused).
+        """
+        status = MPI.Status()
+        start = perf_counter()
+        tag = self.message_tag(phase, chain)
+        request = self.comm.Irecv(out, source=MPI.ANY_SOURCE, tag=tag)
+        wait_sleeping(request, status)
+        self.meter.record_receive(phase, perf_counter() - start)
+        source = status.Get_source()
+        self._check_source(source)
+        if status.Get_count(MPI.BYTE) != out.nbytes:
+            raise ValueError(f"agent {self.rank} received {status.Get_count(MPI.BYTE)} bytes "
+                             f"from agent {source} in phase {phase!r}, expected {out.nbytes}")
+        if self.receive_listeners:
+            self._observe(out[np.newaxis], (source,), phase)
+        return source
 
     def free(self) -> None:
         """Release the channels' persistent requests and the dist-graph communicator."""
