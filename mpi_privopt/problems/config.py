@@ -223,9 +223,10 @@ def local_l1(cfg: ProblemConfig, evaluate: str) -> float | None:
         return float(l1)
     if evaluate == "reference":
         return None
+    default = f" (the default of {cfg.name})" if cfg.l1 is None else ""
     raise ConfigError(
-        f'[problem] l1 = "auto" (the default of {cfg.name}) needs every agent\'s data '
-        f'together, which run.evaluate = "{evaluate}" never gathers',
+        f'[problem] l1 = "auto"{default} needs every agent\'s data together, which '
+        f'run.evaluate = "{evaluate}" never gathers',
         "set [problem] l1 to a number (a run with run.evaluate = \"reference\" on the same "
         "data writes the value it resolved to summary.json as \"l1\"), or set "
         "run.evaluate = \"reference\" for a simulation")
