@@ -46,7 +46,12 @@ def agent_model_path(run_dir: str | Path, agent: int) -> Path:
 
 
 def write_agent_model(run_dir: str | Path, agent: int, w: np.ndarray) -> None:
-    """Agent ``agent``'s final model ``w``, written by that agent itself."""
+    """Agent ``agent``'s final model ``w``, written by that agent itself.
+
+    The directory is made if missing: on hosts without a shared filesystem each agent
+    keeps its model on its own disk, under the same run directory name.
+    """
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
     np.savez(agent_model_path(run_dir, agent), w=np.asarray(w, dtype=np.float64))
 
 
