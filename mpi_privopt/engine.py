@@ -42,7 +42,7 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
-from .problems.metrics import LOCAL, REFERENCE
+from .problems.metrics import LOCAL, NONE, REFERENCE
 from .results import RunDirectory, choose_run_dir, write_agent_model, write_json
 from .summary import RunSummary, format_summary
 from .traffic import assemble_matrices
@@ -110,15 +110,16 @@ def _print(stream: TextIO | None, text: str) -> None:
         print(text, file=stream, flush=True)
 
 
+#: what the monitor gathered or reduced in each mode (summary.json's evaluation_note)
 EVALUATION_NOTES = {
     REFERENCE: "simulation: rank 0 gathered every agent's data once for the centralised "
                "reference (and l1 = auto); each evaluation reduced the average model; "
                "models.npz holds every final model",
     LOCAL: "each agent evaluated itself; only per-agent scalars were reduced; each agent "
            "wrote its own models-agent-K.npz",
-    "none": "deployment: nothing was evaluated during the run; only setup agreement and "
-            "end-of-run counters left the agents beyond the algorithm's messages; each "
-            "agent wrote its own models-agent-K.npz",
+    NONE: "deployment: nothing was evaluated during the run; only setup agreement and "
+          "end-of-run counters left the agents beyond the algorithm's messages; each "
+          "agent wrote its own models-agent-K.npz",
 }
 
 
