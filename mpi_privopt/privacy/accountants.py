@@ -1,8 +1,10 @@
-"""Privacy events (what was released) and accountants (how to count them).
+"""Accountants: how releases compose (the events, what was released, are in ``events``).
 
 The split follows Google's dp-accounting: an *event* only describes a release (a Gaussian
 mechanism with sensitivity D and noise s, a message sent in the clear, ...), and an
-*accountant* decides how a sequence of events composes. Every accountant obeys one contract:
+*accountant* decides how a sequence of events composes. This module is the only place
+privacy arithmetic lives: the per-link ledger stores events and asks
+:class:`HeadlineAccountant` for totals. Every accountant obeys one contract:
 
 * ``supports(event)`` says whether it can count the event;
 * ``compose(event, count=1)`` validates first (type, support, count) and only then changes
@@ -29,11 +31,17 @@ from numpy.typing import ArrayLike
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
+from mpi_privopt.privacy.events import (GaussianEvent, LaplaceEvent, NonPrivateEvent,
+                                        PrivacyEvent, PublicEvent, PureDPEvent, ZCDPEvent,
+                                        _orders_array, _positive)
 
 __all__ = [
     "DEFAULT_RDP_ORDERS",
     "GaussianEvent",
+    "Budget",
     "GaussianExactAccountant",
+    "HeadlineAccountant",
+    "PLDAccountant",
     "LaplaceEvent",
     "NonPrivateEvent",
     "PrivacyAccountant",
@@ -58,217 +66,6 @@ class UnsupportedEventError(ConfigError):
     """An accountant was asked to compose an event it cannot count."""
 
 
-def _finite_nonneg(value: Any, name: str, fix: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
-    if not math.isfinite(v) or v < 0.0:
-        raise ConfigError(f"{name} = {value!r} must be a finite number >= 0", fix)
-    return v
-
-
-def _positive(value: Any, name: str, fix: str, allow_inf: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
-    if math.isnan(v) or v <= 0.0 or (math.isinf(v) and not allow_inf):
-        raise ConfigError(f"{name} = {value!r} must be {'> 0' if allow_inf else 'a finite number > 0'}", fix)
-    return v
-
-
-def _orders_array(orders: ArrayLike) -> np.ndarray:
-    a = np.asarray(orders, dtype=float)
-    if a.ndim > 1 or np.any(np.isnan(a)) or np.any(a < 1.0):
-        raise ConfigError(f"Renyi orders {orders!r} must be numbers >= 1", "use orders such as 2, 4, 8, 16, 32")
-    return a
-
-
-# ---------------------------------------------------------------------------------------------
-# Events
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PrivacyEvent:
-    """Base class of everything an accountant can be told about: one release."""
-
-
-@dataclass(frozen=True)
-class GaussianEvent(PrivacyEvent):
-    """Release of ``f(D) + N(0, sigma^2 I)`` where ``f`` has l2 sensitivity ``sensitivity``.
-
-    Parameters
-    ----------
-    sensitivity : float
-        l2 sensitivity ``D >= 0``, finite.
-    sigma : float
-        Noise standard deviation ``> 0`` (``inf`` allowed: releases nothing).
-    """
-
-    sensitivity: float
-    sigma: float
-
-    def __post_init__(self) -> None:
-        d = _finite_nonneg(self.sensitivity, "sensitivity", "give the l2 sensitivity of the released quantity")
-        s = _positive(
-            self.sigma, "sigma", "use a noise standard deviation > 0; for a release without noise use NonPrivateEvent()",
-            allow_inf=True,
-        )
-        object.__setattr__(self, "sensitivity", d)
-        object.__setattr__(self, "sigma", s)
-
-    @property
-    def mu(self) -> float:
-        """Gaussian-DP parameter ``D / sigma``."""
-        return self.sensitivity / self.sigma
-
-    @property
-    def rho(self) -> float:
-        """zCDP parameter ``D^2 / (2 sigma^2)``."""
-        return 0.5 * self.mu**2
-
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP ``a D^2 / (2 sigma^2)`` at each order (exact for the Gaussian mechanism)."""
-        return _orders_array(orders) * self.rho
-
-
-@dataclass(frozen=True)
-class PureDPEvent(PrivacyEvent):
-    """A release known only to be ``epsilon``-DP (pure).
-
-    Parameters
-    ----------
-    epsilon : float
-        Pure-DP parameter, finite and ``>= 0``.
-    """
-
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        e = _finite_nonneg(self.epsilon, "epsilon", "give a finite pure-DP epsilon >= 0; for no protection use NonPrivateEvent()")
-        object.__setattr__(self, "epsilon", e)
-
-    @property
-    def rho(self) -> float:
-        """zCDP implied by pure DP, ``eps^2 / 2`` (Bun & Steinke 2016, Prop. 1.4)."""
-        return 0.5 * self.epsilon**2
-
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP of randomized response, the worst eps-DP mechanism (Bun & Steinke Prop. 3.3).
-
-        ``D_a <= (1/(a-1)) ln((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps))``; the order-1 limit is
-        ``eps tanh(eps/2)``.
-        """
-        a = _orders_array(orders)
-        e = self.epsilon
-        out = np.empty_like(a)
-        one = a == 1.0
-        out[one] = e * math.tanh(e / 2.0)
-        am = a[~one]
-        with np.errstate(over="ignore", invalid="ignore"):  # a = inf is set just below
-            out[~one] = (np.logaddexp(am * e, (1.0 - am) * e) - np.logaddexp(0.0, e)) / (am - 1.0)
-        out[np.isinf(a)] = e
-        return np.minimum(np.maximum(out, 0.0), e)
-
-
-@dataclass(frozen=True)
-class LaplaceEvent(PrivacyEvent):
-    """Release of ``f(D) + Laplace(scale)`` noise per coordinate, ``f`` of l1 sensitivity ``sensitivity``.
-
-    Parameters
-    ----------
-    sensitivity : float
-        l1 sensitivity ``D >= 0``, finite.
-    scale : float
-        Laplace scale ``b > 0``, finite.
-    """
-
-    sensitivity: float
-    scale: float
-
-    def __post_init__(self) -> None:
-        d = _finite_nonneg(self.sensitivity, "sensitivity", "give the l1 sensitivity of the released quantity")
-        b = _positive(self.scale, "scale", "use a Laplace scale b > 0; for a release without noise use NonPrivateEvent()")
-        object.__setattr__(self, "sensitivity", d)
-        object.__setattr__(self, "scale", b)
-
-    @property
-    def epsilon(self) -> float:
-        """Pure-DP parameter ``D / b``."""
-        return conv.laplace_eps(self.sensitivity, self.scale)
-
-    @property
-    def rho(self) -> float:
-        """zCDP implied by pure DP, ``eps^2 / 2``."""
-        return 0.5 * self.epsilon**2
-
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP of the Laplace mechanism (Mironov 2017, Prop. 6), as in dp-accounting.
-
-        ``eps + ln(1 + (a-1)(e^{(1-2a) eps} - 1)/(2a-1)) / (a-1)``, with the KL limit
-        ``eps + e^-eps - 1`` at order 1. It is exact for one coordinate; for vectors with l1
-        sensitivity D it is still the worst case, because the per-coordinate divergence is
-        convex in the shift and 0 at 0, hence superadditive: putting the whole shift on one
-        coordinate maximises the sum.
-        """
-        a = _orders_array(orders)
-        e = self.epsilon
-        out = np.empty_like(a)
-        one = a == 1.0
-        out[one] = e + math.expm1(-e)
-        am = a[~one]
-        with np.errstate(over="ignore", invalid="ignore"):
-            inner = np.log1p((am - 1.0) * np.expm1((1.0 - 2.0 * am) * e) / (2.0 * am - 1.0))
-            out[~one] = e + inner / (am - 1.0)
-        out[np.isinf(a)] = e
-        return np.minimum(np.maximum(out, 0.0), e)
-
-
-@dataclass(frozen=True)
-class ZCDPEvent(PrivacyEvent):
-    """A release known to be ``rho``-zCDP.
-
-    Parameters
-    ----------
-    rho : float
-        zCDP parameter, finite and ``>= 0``.
-    """
-
-    rho: float
-
-    def __post_init__(self) -> None:
-        r = _finite_nonneg(self.rho, "rho", "give a finite zCDP rho >= 0; for no protection use NonPrivateEvent()")
-        object.__setattr__(self, "rho", r)
-
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP ``a rho`` at each order (the definition of zCDP)."""
-        return _orders_array(orders) * self.rho
-
-
-@dataclass(frozen=True)
-class NonPrivateEvent(PrivacyEvent):
-    """A message that depends on private data and is sent without noise: unbounded loss.
-
-    Parameters
-    ----------
-    note : str, optional
-        What was sent, for reports.
-    """
-
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class PublicEvent(PrivacyEvent):
-    """A message that does not depend on private data (e.g. a step size): costs nothing.
-
-    Parameters
-    ----------
-    note : str, optional
-        What was sent, for reports.
-    """
-
-    note: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,6 +137,19 @@ class PrivacyAccountant(abc.ABC):
             self._compose(event, count)
         self._n_events += count
         return self
+
+    def merge(self, other: "PrivacyAccountant") -> "PrivacyAccountant":
+        """Add everything ``other`` (an accountant of the same type) composed: the
+        composition of both sequences of events. Returns ``self``."""
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
+        self._merge(other)
+        self._n_events += other._n_events
+        self._non_private |= other._non_private
+        return self
+
+    def _merge(self, other: "PrivacyAccountant") -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot merge")
 
     def get_epsilon(self, delta: float) -> float:
         """epsilon of everything composed so far at ``delta`` (``inf`` after a non-private event).
@@ -438,6 +248,9 @@ class ZCDPAccountant(PrivacyAccountant):
     def _epsilon(self, delta: float) -> float:
         return self.epsilon_tight(delta) if self.conversion == "tight" else self.epsilon_standard(delta)
 
+    def _merge(self, other: "ZCDPAccountant") -> None:
+        self._rho += other._rho
+
     def epsilon_standard(self, delta: float) -> float:
         """Bun-Steinke Prop. 1.3 epsilon of the total rho."""
         return conv.zcdp_to_eps_standard(self.rho, delta)
@@ -477,15 +290,22 @@ class PureDPAccountant(PrivacyAccountant):
     def _epsilon(self, delta: float) -> float:
         return self._eps
 
+    def _merge(self, other: "PureDPAccountant") -> None:
+        self._eps += other._eps
+
 
 class RDPAccountant(PrivacyAccountant):
     """Renyi DP on a fixed grid of orders: curves add up, converted with CKS over the grid.
 
+    The curves of Gaussian, Laplace and zCDP releases are dp-accounting's (its
+    ``RdpAccountant``); dp-accounting has none for a release known only to be pure
+    eps-DP, whose curve (randomized response, the worst case) is
+    :meth:`PureDPEvent.rdp <mpi_privopt.privacy.events.PureDPEvent.rdp>`.
+
     Parameters
     ----------
     orders : sequence of float, optional
-        Renyi orders (each ``>= 1``, at least one ``> 1``). Defaults to dp-accounting's grid,
-        so results match its ``RdpAccountant``.
+        Renyi orders (each ``>= 1``, at least one ``> 1``). Defaults to dp-accounting's grid.
     """
 
     name = "rdp"
@@ -510,7 +330,14 @@ class RDPAccountant(PrivacyAccountant):
         return np.full_like(self._rdp, math.inf) if self._non_private else self._rdp.copy()
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        self._rdp = self._rdp + count * event.rdp(self._orders)  # type: ignore[attr-defined]
+        curve = (event.rdp(self._orders) if isinstance(event, PureDPEvent)
+                 else _dp_accounting_rdp(event, self._orders))
+        self._rdp = self._rdp + count * curve
+
+    def _merge(self, other: "RDPAccountant") -> None:
+        if not np.array_equal(self._orders, other._orders):
+            raise ValueError("RDP accountants on different orders cannot be merged")
+        self._rdp = self._rdp + other._rdp
 
     def _epsilon(self, delta: float) -> float:
         return conv.rdp_to_eps_orders(self._orders, self._rdp, delta)
@@ -520,6 +347,24 @@ class RDPAccountant(PrivacyAccountant):
             return {"optimal_order": None}
         _, a = conv.rdp_to_eps_orders(self._orders, self._rdp, delta, return_order=True)
         return {"optimal_order": a}
+
+
+def _dp_accounting_rdp(event: PrivacyEvent, orders: np.ndarray) -> np.ndarray:
+    """The RDP curve of one Gaussian, Laplace or zCDP release, by dp-accounting."""
+    from dp_accounting import dp_event  # noqa: PLC0415 (only reports need RDP)
+    from dp_accounting.rdp import RdpAccountant  # noqa: PLC0415
+
+    if isinstance(event, ZCDPEvent):
+        dp = dp_event.ZCDpEvent(event.rho)
+    elif event.sensitivity == 0.0 or math.isinf(getattr(event, "sigma", 0.0)):  # type: ignore[attr-defined]
+        return np.zeros_like(orders)  # nothing can differ between neighbours
+    elif isinstance(event, GaussianEvent):
+        dp = dp_event.GaussianDpEvent(event.sigma / event.sensitivity)
+    else:
+        dp = dp_event.LaplaceDpEvent(event.scale / event.sensitivity)  # type: ignore[attr-defined]
+    accountant = RdpAccountant(list(orders))
+    accountant.compose(dp)
+    return np.asarray(accountant.rdp, dtype=float)
 
 
 class GaussianExactAccountant(PrivacyAccountant):
@@ -548,8 +393,276 @@ class GaussianExactAccountant(PrivacyAccountant):
     def _epsilon(self, delta: float) -> float:
         return conv.gaussian_exact_eps(math.sqrt(self._mu2), delta)
 
+    def _merge(self, other: "GaussianExactAccountant") -> None:
+        self._mu2 += other._mu2
+
     def _state(self, delta: float) -> dict[str, Any]:
         return {"mu": self.mu}
+
+
+class PLDAccountant(PrivacyAccountant):
+    """Privacy loss distributions (dp-accounting's ``PLDAccountant``): near-exact composition.
+
+    Counts Gaussian and Laplace releases; it is what gives Laplace releases a tight
+    epsilon (the zCDP and RDP bounds of a Laplace mechanism are loose, and its pure epsilon
+    adds up linearly). A release of sensitivity D and scale b is the dominating pair of one
+    shift by D, i.e. dp-accounting's event with noise multiplier b / D under its
+    add-or-remove relation. dp-accounting's estimate is pessimistic (an upper bound).
+
+    Composition runs once, at :meth:`get_epsilon`, and takes seconds for a few hundred
+    distinct releases (identical consecutive releases are self-composed, which is fast):
+    use it at the end of a run, never before every release.
+
+    Parameters
+    ----------
+    value_discretization_interval : float, optional
+        dp-accounting's discretization of the privacy loss (its default, 1e-4).
+    """
+
+    name = "pld"
+    _supported = (GaussianEvent, LaplaceEvent)
+
+    def __init__(self, value_discretization_interval: float = 1e-4) -> None:
+        super().__init__()
+        self.value_discretization_interval = value_discretization_interval
+        self._runs: list[list] = []  # [event, count] for consecutive equal events
+
+    def _compose(self, event: PrivacyEvent, count: int) -> None:
+        if event.sensitivity == 0.0:  # type: ignore[attr-defined]
+            return  # a release that cannot differ between neighbours costs nothing
+        if self._runs and self._runs[-1][0] == event:
+            self._runs[-1][1] += count
+        else:
+            self._runs.append([event, count])
+
+    def _merge(self, other: "PLDAccountant") -> None:
+        self._runs.extend([event, count] for event, count in other._runs)
+
+    def _epsilon(self, delta: float) -> float:
+        if not self._runs:
+            return 0.0
+        # imported here: only this accountant needs dp-accounting, and only at the end
+        from dp_accounting import dp_event, pld  # noqa: PLC0415
+
+        accountant = pld.PLDAccountant(
+            value_discretization_interval=self.value_discretization_interval)
+        for event, count in self._runs:
+            if isinstance(event, GaussianEvent):
+                dp = dp_event.GaussianDpEvent(event.sigma / event.sensitivity)
+            else:
+                dp = dp_event.LaplaceDpEvent(event.scale / event.sensitivity)
+            accountant.compose(dp, count)
+        return max(0.0, float(accountant.get_epsilon(delta)))
+
+
+#: the private events :class:`HeadlineAccountant` counts
+_COUNTED = (GaussianEvent, LaplaceEvent, PureDPEvent, ZCDPEvent)
+#: the order in which conversions are preferred when they give the same epsilon
+_PREFERENCE = ("exact", "pure", "pld", "tight")
+
+
+class HeadlineAccountant:
+    """Every accounting that applies to a sequence of releases, and the smallest epsilon.
+
+    zCDP always (converted by Canonne-Kamath-Steinke, ``tight``, and by Bun-Steinke,
+    ``standard``); exact Gaussian composition while every release is Gaussian (``exact``);
+    pure DP while every release is Laplace or pure (``pure``); and, when a privacy loss
+    distribution was computed at the end of a run (:meth:`set_pld`), ``pld``. The headline
+    (``best``) is the smallest valid one. This is what the per-link ledger asks for totals;
+    it composes incrementally (the budget guard asks before every release) and merges (a
+    coalition of observers, a whole run) by adding states.
+
+    A release without a differential-privacy guarantee (:class:`NonPrivateEvent`) makes
+    every epsilon infinite (``unbounded``), never 0; a public one costs nothing.
+    """
+
+    __slots__ = ("releases", "public", "nonprivate", "notes", "zcdp", "exact", "pure",
+                 "pld", "pld_delta")
+
+    def __init__(self) -> None:
+        #: data-dependent releases composed (private and non-private)
+        self.releases = 0
+        #: data-independent releases (free)
+        self.public = 0
+        #: releases without a DP guarantee
+        self.nonprivate = 0
+        #: what the non-private releases say of themselves
+        self.notes: list[str] = []
+        self.zcdp = ZCDPAccountant()
+        self.exact: GaussianExactAccountant | None = GaussianExactAccountant()
+        self.pure: PureDPAccountant | None = PureDPAccountant()
+        #: epsilon of a privacy loss distribution at ``pld_delta`` (end of run), or None
+        self.pld: float | None = None
+        self.pld_delta: float | None = None
+
+    # -- composing ------------------------------------------------------------------------
+    def add(self, event: PrivacyEvent, count: int = 1) -> None:
+        """Compose ``count`` releases of ``event`` (validated when it was made)."""
+        cls = event.__class__
+        if cls is PublicEvent:
+            self.public += count
+            return
+        self.releases += count
+        if cls is NonPrivateEvent:
+            self.nonprivate += count
+            if event.note and event.note not in self.notes:  # type: ignore[attr-defined]
+                self.notes.append(event.note)  # type: ignore[attr-defined]
+            return
+        if cls not in _COUNTED and not isinstance(event, _COUNTED):
+            raise TypeError(f"the accountant cannot count a {cls.__name__} (an event "
+                            "transform that resolves it must be imported)")
+        # Sub-accountants are fed directly: the event is valid and supported by each.
+        self.zcdp._compose(event, count)
+        if self.exact is not None:
+            if cls is GaussianEvent:
+                self.exact._compose(event, count)
+            else:
+                self.exact = None
+        if self.pure is not None:
+            if cls is LaplaceEvent or cls is PureDPEvent:
+                self.pure._compose(event, count)
+            else:
+                self.pure = None
+        if self.pld is not None:
+            self.pld = self.pld_delta = None  # no longer covers every release
+
+    def merge(self, other: "HeadlineAccountant") -> None:
+        """Add every release ``other`` composed."""
+        self.releases += other.releases
+        self.public += other.public
+        self.nonprivate += other.nonprivate
+        self.notes += [n for n in other.notes if n not in self.notes]
+        self.zcdp._merge(other.zcdp)
+        self.exact = (None if self.exact is None or other.exact is None
+                      else self.exact.merge(other.exact))
+        self.pure = (None if self.pure is None or other.pure is None
+                     else self.pure.merge(other.pure))
+        self.pld = self.pld_delta = None
+
+    def copy(self) -> "HeadlineAccountant":
+        """An independent accountant with the same releases."""
+        out = HeadlineAccountant()
+        out.merge(self)
+        return out
+
+    def set_pld(self, epsilon: float, delta: float) -> None:
+        """Record the privacy-loss-distribution epsilon of exactly these releases."""
+        self.pld, self.pld_delta = epsilon, delta
+
+    # -- questions ------------------------------------------------------------------------
+    @property
+    def unbounded(self) -> bool:
+        return self.nonprivate > 0
+
+    @property
+    def rho(self) -> float:
+        """Total zCDP of the private releases."""
+        return self.zcdp._rho
+
+    @property
+    def mu2(self) -> float:
+        """Squared Gaussian-DP parameter while every release is Gaussian (else 0)."""
+        return self.exact._mu2 if self.exact is not None else 0.0
+
+    @property
+    def gaussian_only(self) -> bool:
+        return self.exact is not None
+
+    @property
+    def pure_only(self) -> bool:
+        return self.pure is not None
+
+    def epsilon(self, delta: float) -> dict[str, float | str | None]:
+        """epsilon at ``delta`` by each conversion that applies (inf when unbounded).
+
+        ``tight`` and ``standard`` convert the total zCDP; ``exact`` applies while every
+        release was Gaussian, ``pure`` while every release was pure, ``pld`` when a privacy
+        loss distribution was computed at this delta. ``best`` is the smallest valid one,
+        the headline, and ``conversion`` its name. Every mechanism here fixes its
+        sensitivity and noise scale independently of the data, which is what the exact
+        composition needs.
+        """
+        if self.unbounded:
+            return {"tight": math.inf, "standard": math.inf, "exact": math.inf,
+                    "pure": math.inf, "pld": math.inf, "best": math.inf,
+                    "conversion": "unbounded"}
+        mu2 = self.mu2
+        result: dict[str, float | str | None] = {
+            "tight": self.zcdp.epsilon_tight(delta),
+            "standard": self.zcdp.epsilon_standard(delta),
+            "exact": (self.exact.get_epsilon(delta) if mu2 > 0 else 0.0)
+            if self.exact is not None else None,
+            "pure": self.pure.epsilon if self.pure is not None else None,
+            "pld": self.pld if self.pld_delta == delta else None,
+        }
+        name = min((k for k in _PREFERENCE if result[k] is not None), key=lambda k: result[k])
+        result["best"] = result[name]
+        result["conversion"] = name
+        return result
+
+    def within(self, budget: "Budget") -> bool:
+        """Whether the headline epsilon is at most ``budget`` (cheap checks first)."""
+        if self.unbounded:
+            return False
+        if (self.zcdp._rho <= budget.rho or (self.exact is not None and self.exact._mu2 <= budget.mu2)
+                or (self.pure is not None and self.pure._eps <= budget.epsilon)):
+            return True
+        return self.epsilon(budget.delta)["best"] <= budget.epsilon
+
+    # -- storage --------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-ready state (privacy.json's per-link and per-group entries)."""
+        return {"releases": self.releases, "public": self.public, "rho": self.zcdp._rho,
+                "mu2": self.mu2, "pure": self.pure._eps if self.pure is not None else 0.0,
+                "gaussian_only": self.gaussian_only, "pure_only": self.pure_only,
+                "nonprivate": self.nonprivate, "notes": list(self.notes),
+                "pld": self.pld, "pld_delta": self.pld_delta}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HeadlineAccountant":
+        out = cls()
+        out.releases, out.public = data["releases"], data["public"]
+        out.nonprivate, out.notes = data["nonprivate"], list(data["notes"])
+        out.zcdp._rho = data["rho"]
+        if data["gaussian_only"]:
+            out.exact._mu2 = data["mu2"]  # type: ignore[union-attr]
+        else:
+            out.exact = None
+        if data["pure_only"]:
+            out.pure._eps = data["pure"]  # type: ignore[union-attr]
+        else:
+            out.pure = None
+        out.pld, out.pld_delta = data.get("pld"), data.get("pld_delta")
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HeadlineAccountant) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return (f"HeadlineAccountant(releases={self.releases}, rho={self.rho:.6g}, "
+                f"unbounded={self.unbounded})")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An epsilon budget at a delta, with the equivalent totals of each accounting.
+
+    The zCDP total and the Gaussian-DP mu^2 that meet the budget are monotone in epsilon,
+    so comparing a running total against them decides most releases without a conversion.
+    """
+
+    epsilon: float
+    delta: float
+    rho: float
+    mu2: float
+
+    @classmethod
+    def of(cls, epsilon: float, delta: float) -> "Budget":
+        if math.isinf(epsilon):
+            return cls(epsilon, delta, math.inf, math.inf)
+        from .calibration import calibrate_gdp_mu, calibrate_zcdp_total  # noqa: PLC0415 (cycle)
+        return cls(epsilon, delta, calibrate_zcdp_total(epsilon, delta, "tight"),
+                   calibrate_gdp_mu(epsilon, delta) ** 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -585,31 +698,38 @@ def epsilon_all(
         ``"exact"`` (Gaussian DP; ``None`` when some event is not Gaussian, public or
         non-private), ``"tight"`` (CKS on the total zCDP), ``"standard"`` (Bun-Steinke on the
         total zCDP), ``"rdp"`` (CKS on dp-accounting's order grid), ``"rho"`` (total zCDP),
-        ``"delta"``, and ``"pure"`` (sum of pure epsilons) when every event is Laplace, pure-DP,
-        public or non-private. Any non-private event makes every epsilon ``inf``. For
-        Gaussian-only events ``exact <= tight <= standard``.
+        ``"delta"``, ``"pure"`` (sum of pure epsilons) when every event is Laplace, pure-DP,
+        public or non-private, and ``"pld"`` (privacy loss distributions, dp-accounting) when
+        some event is Laplace and every one is Gaussian or Laplace. Any non-private event
+        makes every epsilon ``inf``. For Gaussian-only events ``exact <= tight <= standard``.
     """
     items = _expand(events)
     delta = conv._check_delta(delta)
-    zc = ZCDPAccountant()
+    head = HeadlineAccountant()
     rdp = RDPAccountant()
-    exact: GaussianExactAccountant | None = GaussianExactAccountant()
-    pure: PureDPAccountant | None = PureDPAccountant()
     for event, count in items:
-        zc.compose(event, count)  # validates event and count; supports every type
-        rdp.compose(event, count)
-        if exact is not None:
-            exact = exact.compose(event, count) if exact.supports(event) else None
-        if pure is not None:
-            pure = pure.compose(event, count) if pure.supports(event) else None
+        rdp.compose(event, count)  # validates event and count; supports every type
+        head.add(event, count)
+    if head.unbounded:
+        return {"exact": None if head.exact is None else math.inf, "tight": math.inf,
+                "standard": math.inf, "rdp": math.inf, "rho": math.inf, "delta": delta,
+                **({"pure": math.inf} if head.pure is not None else {})}
+    eps = head.epsilon(delta)
     out: dict[str, float | None] = {
-        "exact": None if exact is None else exact.get_epsilon(delta),
-        "tight": zc.epsilon_tight(delta),
-        "standard": zc.epsilon_standard(delta),
+        "exact": eps["exact"],
+        "tight": eps["tight"],
+        "standard": eps["standard"],
         "rdp": rdp.get_epsilon(delta),
-        "rho": zc.rho,
+        "rho": head.rho,
         "delta": delta,
     }
-    if pure is not None:
-        out["pure"] = pure.get_epsilon(delta)
+    if head.pure is not None:
+        out["pure"] = eps["pure"]
+    kinds = {event.__class__ for event, _ in items}
+    if LaplaceEvent in kinds and kinds <= {GaussianEvent, LaplaceEvent, PublicEvent}:
+        pld = PLDAccountant()
+        for event, count in items:
+            if event.__class__ is not PublicEvent:
+                pld.compose(event, count)
+        out["pld"] = pld.get_epsilon(delta)
     return out

@@ -34,7 +34,7 @@ from scipy import optimize, special
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
-from mpi_privopt.privacy.accountants import _positive
+from mpi_privopt.privacy.events import _positive
 
 __all__ = [
     "analytic_gaussian_sigma",

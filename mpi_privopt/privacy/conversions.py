@@ -270,11 +270,9 @@ def rdp_to_eps_orders(
 ) -> float | tuple[float, float]:
     """CKS Prop. 12 conversion minimised over a finite grid of Renyi orders.
 
-    This is the conversion of dp-accounting's ``RdpAccountant`` (and TF Privacy), and
-    reproduces its values: per order, 0 if the KL (Bretagnolle-Huber) floor applies, else
-    ``r + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``; order 1 alone gives no bound. Unlike
-    dp-accounting, orders in (1, 1.01] are used too (the log1p form is stable there); they are
-    never optimal in practice.
+    dp-accounting's ``compute_epsilon`` (the conversion of its ``RdpAccountant``), after
+    the argument checks: per order, 0 if the KL (Bretagnolle-Huber) floor applies, else
+    ``r + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``; order 1 alone gives no bound.
 
     Parameters
     ----------
@@ -292,25 +290,13 @@ def rdp_to_eps_orders(
     float or (float, float)
         epsilon ``>= 0`` (``inf`` if no order gives a bound), and the optimal order if asked.
     """
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon  # noqa: PLC0415
+
     o, r = _check_orders_values(orders, rdp_values)
     delta = _check_delta(delta)
-    eps = _cks_eps_grid(o, r, delta)
-    i_opt = int(np.argmin(eps))
-    best = max(0.0, float(eps[i_opt]))
-    return (best, float(o[i_opt])) if return_order else best
-
-
-def _cks_eps_grid(o: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:
-    """Per-order CKS bound with the KL floor; inf where an order gives no bound."""
-    eps = np.full(o.shape, math.inf)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        finite = np.isfinite(r)
-        floor = finite & (delta**2 + np.expm1(-np.where(finite, r, 0.0)) > 0.0)
-        usable = finite & ~floor & (o > 1.0)
-        ou, ru = o[usable], r[usable]
-        eps[usable] = ru + np.log1p(-1.0 / ou) - (math.log(delta) + np.log(ou)) / (ou - 1.0)
-    eps[floor] = 0.0
-    return eps
+    eps, order = compute_epsilon(o, r, delta)
+    best = max(0.0, float(eps))
+    return (best, float(order)) if return_order else best
 
 
 def _minimise_over_log_order(

@@ -1,169 +1,122 @@
-"""The per-link privacy ledger of one agent.
+"""The per-link privacy ledger of one agent: it stores events and asks an accountant.
 
 The network hands every release that leaves the agent to the ledger together with the
-neighbours it travels to, so the ledger sees exactly what the traffic meter sees. From
-that it answers, for the agent's data:
+neighbours it travels to, so the ledger sees exactly what the traffic meter sees. It keeps
+the releases' events per set of observers (a broadcast is one booking seen by every
+neighbour; a scatter, one booking per neighbour) and answers, for each owner's data:
 
-* per link (agent -> neighbour j): the composition of every release j observed; this is
-  also what an eavesdropper on that link learns;
+* per observer (a neighbour, or an eavesdropper on the link): the composition of every
+  release that observer saw;
 * per agent: the worst single observer, and all observers together (every distinct
-  release: a broadcast counts once however many neighbours received it);
-* per coalition of observers: the distinct releases any member observed.
+  release once);
+* per coalition of observers: the distinct releases any member saw.
 
-Costs compose by addition in zCDP (rho; Laplace adds eps^2/2), in Gaussian DP (mu^2, for
-the exact conversion while every release is Gaussian) and in pure DP (while every release
-is pure). A non-private release makes the loss unbounded (inf), never 0; a public release
-adds nothing. The ledger knows nothing of MPI.
+Composition is sequential over the releases an observer saw and parallel over disjoint
+records: releases that name one record (``event.record``) compose with the releases that
+depend on every record, and the loss is that of the worst record. Events of another owner
+(a token that carries other agents' contributions) are kept apart and reported in that
+owner's row. Wrapped events (amplification) are resolved by
+:mod:`~mpi_privopt.privacy.transforms` before they are stored.
+
+The arithmetic is the accountant's (:class:`~mpi_privopt.privacy.accountants.HeadlineAccountant`
+composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.accountants.PLDAccountant`
+runs once at the end of a run when Laplace releases need it). The ledger knows nothing of MPI.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
 
 from ..errors import PrivacyBudgetExceeded
-from .accountants import (GaussianEvent, LaplaceEvent, NonPrivateEvent, PublicEvent,
-                          PureDPEvent, ZCDPEvent)
-from .calibration import calibrate_gdp_mu, calibrate_zcdp_total
-from .conversions import gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight
-from .release import NONPRIVATE, PUBLIC, Release
+from .accountants import Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant
+from .events import NonPrivateEvent, PrivacyEvent, PublicEvent
+from .release import Release
+from .transforms import TRANSFORMS, resolve
 
 #: receiver objects the ledger recognises by identity (a network has at most one per
 #: neighbour plus its neighbour list)
 _IDENTITY_CACHE_SIZE = 1024
+#: events that cost nothing or make the loss unbounded: counted, not kept
+_NOT_KEPT = (PublicEvent, NonPrivateEvent)
 
 
-@dataclass
-class Loss:
-    """Composed cost of a set of releases.
+class EventBook:
+    """The releases one set of observers received of one owner's data, in booking order.
 
-    Attributes
-    ----------
-    releases : int
-        Data-dependent releases composed (private and non-private).
-    public : int
-        Data-independent releases (free).
-    rho : float
-        zCDP parameter (sum over releases).
-    mu2 : float
-        Sum of (D/sigma)^2 over Gaussian releases; exact composition while ``gaussian_only``.
-    pure : float
-        Sum of pure epsilons while ``pure_only``.
-    nonprivate : int
-        Releases without any DP guarantee; any makes the loss unbounded.
+    ``accountant`` is their running composition (what the budget guard reads); ``events``
+    keeps every private event for the end-of-run accountants that need the sequence.
     """
 
-    releases: int = 0
-    public: int = 0
-    rho: float = 0.0
-    mu2: float = 0.0
-    pure: float = 0.0
-    gaussian_only: bool = True
-    pure_only: bool = True
-    nonprivate: int = 0
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("receivers", "owner", "record", "events", "accountant")
 
-    def add(self, release: Release) -> None:
-        kind = release.kind
-        if kind == PUBLIC:
-            self.public += 1
-            return
-        self.releases += 1
-        if kind == NONPRIVATE:
-            self.nonprivate += 1
-            if release.note and release.note not in self.notes:
-                self.notes.append(release.note)
-            return
-        self.add_event(release.event)
+    def __init__(self, receivers: tuple[int, ...], owner: int, record: int | None) -> None:
+        self.receivers = receivers
+        self.owner = owner
+        self.record = record
+        self.events: list[PrivacyEvent] = []
+        self.accountant = HeadlineAccountant()
 
-    def add_event(self, event) -> None:
-        # Once per private release: each event property is read once (they are computed).
-        if isinstance(event, GaussianEvent):
-            mu2 = event.mu ** 2
-            self.rho += 0.5 * mu2  # GaussianEvent.rho
-            self.mu2 += mu2
-            self.pure_only = False
-        elif isinstance(event, (LaplaceEvent, PureDPEvent)):
-            epsilon = event.epsilon
-            self.rho += epsilon ** 2 / 2
-            self.pure += epsilon
-            self.gaussian_only = False
-        elif isinstance(event, ZCDPEvent):
-            self.rho += event.rho
-            self.gaussian_only = self.pure_only = False
-        elif isinstance(event, NonPrivateEvent):
-            self.nonprivate += 1
-        elif isinstance(event, PublicEvent):
-            pass
+    def add(self, event: PrivacyEvent) -> None:
+        self.accountant.add(event)
+        if event.__class__ not in _NOT_KEPT:
+            self.events.append(event)
+
+
+def compose_observed(books: Iterable[tuple[Sequence[int], int | None, HeadlineAccountant]],
+                     observers: Iterable[int] | None, delta: float) -> HeadlineAccountant:
+    """The loss to a coalition from ``(receivers, record, accountant)`` bookings.
+
+    Sequential composition over every booking a member observed (``observers`` None: every
+    booking, each once); parallel over records: bookings of one record compose with those
+    of every record (``record`` None), and the worst record (largest headline epsilon at
+    ``delta``) is the loss.
+    """
+    members = None if observers is None else set(observers)
+    every = HeadlineAccountant()
+    by_record: dict[int, HeadlineAccountant] = {}
+    for receivers, record, accountant in books:
+        if members is not None and not members.intersection(receivers):
+            continue
+        if record is None:
+            every.merge(accountant)
         else:
-            raise TypeError(f"the ledger cannot book a {type(event).__name__}")
-
-    def merge(self, other: "Loss") -> None:
-        self.releases += other.releases
-        self.public += other.public
-        self.rho += other.rho
-        self.mu2 += other.mu2
-        self.pure += other.pure
-        self.gaussian_only &= other.gaussian_only
-        self.pure_only &= other.pure_only
-        self.nonprivate += other.nonprivate
-        self.notes += [n for n in other.notes if n not in self.notes]
-
-    @property
-    def unbounded(self) -> bool:
-        return self.nonprivate > 0
-
-    def epsilon(self, delta: float) -> dict[str, float | str | None]:
-        """epsilon at ``delta`` by each conversion that applies (inf when unbounded).
-
-        ``tight`` (CKS) and ``standard`` (Bun-Steinke) convert the total zCDP; ``exact``
-        (Gaussian DP) applies while every release was Gaussian, ``pure`` while every release
-        was pure. ``best`` is the smallest valid one, the headline, and ``conversion`` its
-        name. Every mechanism here fixes its sensitivity and noise scale independently of
-        the data, which is what the exact composition needs.
-        """
-        if self.unbounded:
-            return {"tight": math.inf, "standard": math.inf, "exact": math.inf,
-                    "pure": math.inf, "best": math.inf, "conversion": "unbounded"}
-        result: dict[str, float | str | None] = {
-            "tight": zcdp_to_eps_tight(self.rho, delta),
-            "standard": zcdp_to_eps_standard(self.rho, delta),
-            "exact": (gaussian_exact_eps(math.sqrt(self.mu2), delta) if self.mu2 > 0 else 0.0)
-            if self.gaussian_only else None,
-            "pure": self.pure if self.pure_only else None,
-        }
-        # Prefer the conversions in this order when they tie (e.g. all zero).
-        name = min((k for k in ("exact", "pure", "tight") if result[k] is not None),
-                   key=lambda k: result[k])
-        result["best"] = result[name]
-        result["conversion"] = name
-        return result
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Loss":
-        return cls(**data)
+            by_record.setdefault(record, HeadlineAccountant()).merge(accountant)
+    if not by_record:
+        return every
+    worst, worst_eps = every, -1.0
+    for accountant in by_record.values():
+        candidate = every.copy()
+        candidate.merge(accountant)
+        eps = candidate.epsilon(delta)["best"]
+        if eps > worst_eps:
+            worst, worst_eps = candidate, eps
+    return worst
 
 
-def observed_by(groups: Iterable[tuple[Sequence[int], Loss]], observers: Iterable[int]) -> Loss:
-    """Merge the groups (receivers, loss) whose receivers include any of ``observers``."""
-    members = set(observers)
-    loss = Loss()
-    for receivers, group in groups:
-        if members.intersection(receivers):
-            loss.merge(group)
-    return loss
+def pld_epsilon(events: Iterable[PrivacyEvent], delta: float) -> float | None:
+    """The privacy-loss-distribution epsilon of ``events``, where it adds something.
+
+    Only for sequences with a Laplace release and nothing but Gaussian and Laplace
+    releases (all-Gaussian sequences have the exact conversion already).
+    """
+    events = list(events)
+    if not any(e.__class__ is LaplaceEvent for e in events):
+        return None
+    if not all(e.__class__ in (GaussianEvent, LaplaceEvent) for e in events):
+        return None
+    accountant = PLDAccountant()
+    for event in events:
+        accountant.compose(event)
+    return accountant.get_epsilon(delta)
 
 
 class Ledger:
-    """Privacy bookkeeping of one agent's releases, per link and in total.
+    """Privacy bookkeeping of one agent's releases, per observer and in total.
 
     Parameters
     ----------
     agent : int
-        The agent whose data the releases depend on.
+        The agent whose data the releases depend on (unless an event names its owner).
     neighbours : sequence of int
         Its out-neighbours (the possible observers).
     delta : float
@@ -178,32 +131,15 @@ class Ledger:
         self.neighbours = sorted(int(j) for j in neighbours)
         self.delta = delta
         self.budget = budget
-        # Releases grouped by the exact set of neighbours that received them. Every
-        # release is in exactly one group, so the total, per-link and coalition losses
-        # are merges of groups: booking a release is one addition whatever the degree,
-        # and no release needs to be kept.
-        self.groups: dict[tuple[int, ...], Loss] = {}
-        self._keys: dict[int, tuple[Loss, Sequence[int]]] = {}
-        # Comparing rho against the budget's rho is exact for the tight conversion, which
-        # is monotone in rho, and costs nothing per release.
-        self._rho_budget = (math.inf if math.isinf(budget)
-                            else calibrate_zcdp_total(budget, delta, "tight"))
-        # Likewise for the exact Gaussian composition: mu^2 is monotone in epsilon.
-        self._mu2_budget = (math.inf if math.isinf(budget)
-                            else calibrate_gdp_mu(budget, delta) ** 2)
-
-    @property
-    def total(self) -> Loss:
-        """The loss to all observers together: every distinct release, each once."""
-        total = Loss()
-        for group in self.groups.values():
-            total.merge(group)
-        return total
-
-    @property
-    def links(self) -> dict[int, Loss]:
-        """The loss to each neighbour (what it, or an eavesdropper on the link, observed)."""
-        return {j: self.coalition((j,)) for j in self.neighbours}
+        self._budget = Budget.of(budget, delta)
+        # The agent's own releases that may depend on every record, by the exact set of
+        # neighbours that received them. Every release is in one book, so per-observer,
+        # coalition and total losses are merges of books: booking a release is one
+        # composition whatever the degree.
+        self.groups: dict[tuple[int, ...], EventBook] = {}
+        # Releases that name one record or another owner: (receivers, owner, record).
+        self.other: dict[tuple[tuple[int, ...], int, int | None], EventBook] = {}
+        self._keys: dict[int, tuple[EventBook, Sequence[int]]] = {}
 
     # -- the network's two hooks ------------------------------------------------------------
 
@@ -211,34 +147,36 @@ class Ledger:
         """Refuse (raise) releases that would take the agent past its budget.
 
         ``outgoing`` lists the (release, receivers) pairs one network call is about to send.
+        The budget is judged by the headline (best valid) conversion, the number
+        privacy.json and the summary report, so a run never reports more than its budget.
         """
         if math.isinf(self.budget):
             return
-        after = self.total  # a fresh merge: adding to it changes nothing booked
-        for release, _ in outgoing:
-            after.add(release)
-        # The budget is judged by the headline (best valid) conversion, the number
-        # privacy.json and the summary report, so a run never reports more than its
-        # budget. The cheap sufficient checks come first; the conversions run only near it.
-        within = (not after.unbounded and (
-            after.rho <= self._rho_budget
-            or (after.gaussian_only and after.mu2 <= self._mu2_budget)
-            or (after.pure_only and after.pure <= self.budget)))
-        if not within:
+        events = [(resolve(r.event), receivers) for r, receivers in outgoing]
+        if not self.other and all(e.record is None and e.owner in (None, self.agent)
+                                  for e, _ in events):
+            after = self.total  # a fresh merge: adding to it changes nothing booked
+            for event, _ in events:
+                after.add(event)
+        else:
+            books = self._books(self.agent)
+            books += [(receivers, e.record, _single(e)) for e, receivers in events
+                      if e.owner in (None, self.agent)]
+            after = compose_observed(books, None, self.delta)
+        if not after.within(self._budget):
             eps = after.epsilon(self.delta)["best"]
-            if eps > self.budget:
-                spent = self.total.epsilon(self.delta)["best"]
-                raise PrivacyBudgetExceeded(
-                    f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
-                    f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
-                    f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
-                    "raise privacy.epsilon, add noise, or run fewer iterations "
-                    "(what was measured so far is in the run directory)")
+            spent = self.total.epsilon(self.delta)["best"]
+            raise PrivacyBudgetExceeded(
+                f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
+                f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
+                f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
+                "raise privacy.epsilon, add noise, or run fewer iterations "
+                "(what was measured so far is in the run directory)")
 
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
         """Book a release that went to ``receivers``."""
-        self._group_for(receivers).add(release)
+        self._book(self._group_for(receivers), release)
 
     def booker(self, receivers: Sequence[int]) -> Callable[[Release], None]:
         """The function that books a release sent to ``receivers``.
@@ -246,9 +184,25 @@ class Ledger:
         For a sender that always reaches the same receivers (a broadcast): it skips the
         receiver lookup of :meth:`on_release`.
         """
-        return self._group_for(receivers).add
+        group = self._group_for(receivers)
+        return lambda release: self._book(group, release)
 
-    def _group_for(self, receivers: Sequence[int]) -> Loss:
+    def _book(self, group: EventBook, release: Release) -> None:
+        event = release.event
+        if event.__class__ in TRANSFORMS:
+            event = resolve(event)
+        owner = event.owner
+        if event.record is None and (owner is None or owner == self.agent):
+            group.add(event)
+            return
+        owner = self.agent if owner is None else owner
+        key = (group.receivers, owner, event.record)
+        book = self.other.get(key)
+        if book is None:
+            book = self.other[key] = EventBook(group.receivers, owner, event.record)
+        book.add(event)
+
+    def _group_for(self, receivers: Sequence[int]) -> EventBook:
         # The network passes the same receiver object for the same links every time
         # (its neighbour list, one tuple per neighbour): recognise it by identity
         # instead of rebuilding the key on every release.
@@ -258,7 +212,7 @@ class Ledger:
         key = tuple(sorted(int(j) for j in receivers))
         group = self.groups.get(key)
         if group is None:
-            group = self.groups[key] = Loss()
+            group = self.groups[key] = EventBook(key, self.agent, None)
         if len(self._keys) >= _IDENTITY_CACHE_SIZE:
             # Callers that build a fresh receiver object per release get no benefit
             # from the cache; keep it from growing with them.
@@ -269,9 +223,28 @@ class Ledger:
 
     # -- questions ------------------------------------------------------------------------
 
-    def coalition(self, observers: Iterable[int]) -> Loss:
-        """The loss to a coalition: every distinct release any member observed."""
-        return observed_by(self.groups.items(), observers)
+    def _books(self, owner: int) -> list[tuple[tuple[int, ...], int | None, HeadlineAccountant]]:
+        """Every booking of ``owner``'s data as (receivers, record, accountant)."""
+        books = ([(g.receivers, None, g.accountant) for g in self.groups.values()]
+                 if owner == self.agent else [])
+        books += [(b.receivers, b.record, b.accountant) for b in self.other.values()
+                  if b.owner == owner]
+        return books
+
+    def coalition(self, observers: Iterable[int] | None) -> HeadlineAccountant:
+        """The loss to a coalition: every distinct release any member observed (None:
+        every release, each once)."""
+        return compose_observed(self._books(self.agent), observers, self.delta)
+
+    @property
+    def total(self) -> HeadlineAccountant:
+        """The loss to all observers together: every distinct release, each once."""
+        return self.coalition(None)
+
+    @property
+    def links(self) -> dict[int, HeadlineAccountant]:
+        """The loss to each neighbour (what it, or an eavesdropper on the link, observed)."""
+        return {j: self.coalition((j,)) for j in self.neighbours}
 
     def worst_observer(self) -> tuple[int | None, float]:
         """The neighbour that learned the most, and its epsilon."""
@@ -282,9 +255,32 @@ class Ledger:
                 worst, worst_eps = j, eps
         return worst, max(worst_eps, 0.0)
 
+    def _with_pld(self, observers: Iterable[int] | None, accountant: HeadlineAccountant,
+                  cache: dict) -> HeadlineAccountant:
+        """``accountant`` with its privacy-loss-distribution epsilon, where one applies."""
+        members = None if observers is None else set(observers)
+        seen = tuple(key for key in self.groups if members is None or members.intersection(key))
+        if seen not in cache:
+            cache[seen] = pld_epsilon((e for key in seen for e in self.groups[key].events),
+                                      self.delta)
+        if cache[seen] is not None and not self.other:
+            accountant.set_pld(cache[seen], self.delta)
+        return accountant
+
     def to_dict(self) -> dict:
-        """A picklable snapshot (gathered to rank 0 for privacy.json)."""
+        """A JSON-ready snapshot (gathered to rank 0 for privacy.json), end-of-run figures
+        included: a privacy loss distribution for observers that saw Laplace releases."""
+        cache: dict = {}
+        links = {j: self._with_pld((j,), loss, cache).to_dict() for j, loss in self.links.items()}
+        total = self._with_pld(None, self.total, cache).to_dict()
+        groups = [{"receivers": list(g.receivers), "owner": g.owner, "record": g.record,
+                   **g.accountant.to_dict()}
+                  for g in (*self.groups.values(), *self.other.values())]
         return {"agent": self.agent, "delta": self.delta, "budget": self.budget,
-                "links": {j: loss.to_dict() for j, loss in self.links.items()},
-                "total": self.total.to_dict(),
-                "groups": [{"receivers": list(k), **g.to_dict()} for k, g in self.groups.items()]}
+                "links": links, "total": total, "groups": groups}
+
+
+def _single(event: PrivacyEvent) -> HeadlineAccountant:
+    accountant = HeadlineAccountant()
+    accountant.add(event)
+    return accountant

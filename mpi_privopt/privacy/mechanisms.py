@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .accountants import GaussianEvent, LaplaceEvent
-from .release import PRIVATE, Release
+from .events import GaussianEvent, LaplaceEvent
+from .release import Release
 
 
 class AdditiveNoiseMechanism:
@@ -22,31 +22,38 @@ class AdditiveNoiseMechanism:
     ----------
     noise : NoiseSource
         Where the draws come from.
+    owner : int, optional
+        Whose data the released values depend on (None: the agent whose ledger books them).
+    unit : {"record", "dataset"}, optional
+        What the sensitivity is for: one record of the owner replaced, or its whole dataset.
     """
 
     #: the norm of the sensitivity the law is calibrated in ("l2" or "l1")
     norm: ClassVar[str]
 
-    def __init__(self, noise) -> None:
+    def __init__(self, noise, owner: int | None = None, unit: str = "record") -> None:
         self.noise = noise
+        self.owner = owner
+        self.unit = unit
 
     def release(self, value: np.ndarray, sensitivity: float, scale: float,
-                out: np.ndarray | None = None) -> Release:
+                out: np.ndarray | None = None, record: int | None = None) -> Release:
         """Perturb ``value`` and return it with its privacy event.
 
         ``scale`` is the law's parameter (sigma for Gaussian noise, b for Laplace noise).
         The value is first rounded to the noise source's lattice (a no-op in fast mode), and
         the event books the sensitivity that rounding can add, so the secure sampler's
         guarantee holds as accounted. ``out``: where to write the noisy value (a channel's
-        send buffer); a new array by default.
+        send buffer); a new array by default. ``record``: the one record of the owner the
+        value depends on, if only one (None: any record).
         """
         value = self.noise.round_to_grid(value)
         booked = self.noise.effective_sensitivity(float(sensitivity), value.size, self.norm)
-        event = self.event(booked, float(scale))
+        event = self.event(booked, float(scale), record)
         noisy = np.add(value, self.draw(event, value.shape), out=out)
-        return Release(noisy, PRIVATE, event)
+        return Release(noisy, event)
 
-    def event(self, sensitivity: float, scale: float):
+    def event(self, sensitivity: float, scale: float, record: int | None = None):
         """The privacy event of one release."""
         raise NotImplementedError
 
@@ -60,8 +67,9 @@ class GaussianMechanism(AdditiveNoiseMechanism):
 
     norm = "l2"
 
-    def event(self, sensitivity: float, scale: float) -> GaussianEvent:
-        return GaussianEvent(sensitivity=sensitivity, sigma=scale)
+    def event(self, sensitivity: float, scale: float, record: int | None = None) -> GaussianEvent:
+        return GaussianEvent(sensitivity=sensitivity, sigma=scale, owner=self.owner,
+                             unit=self.unit, record=record)
 
     def draw(self, event: GaussianEvent, shape: tuple[int, ...]) -> np.ndarray:
         return self.noise.gaussian(event.sigma, shape)
@@ -72,8 +80,9 @@ class LaplaceMechanism(AdditiveNoiseMechanism):
 
     norm = "l1"
 
-    def event(self, sensitivity: float, scale: float) -> LaplaceEvent:
-        return LaplaceEvent(sensitivity=sensitivity, scale=scale)
+    def event(self, sensitivity: float, scale: float, record: int | None = None) -> LaplaceEvent:
+        return LaplaceEvent(sensitivity=sensitivity, scale=scale, owner=self.owner,
+                            unit=self.unit, record=record)
 
     def draw(self, event: LaplaceEvent, shape: tuple[int, ...]) -> np.ndarray:
         return self.noise.laplace(event.scale, shape)

@@ -1,52 +1,56 @@
-"""What an agent may put on a link: a :class:`Release`.
+"""What an agent may put on a link: a :class:`Release`, a payload and its privacy event.
 
-A release is a payload plus how it was made private. The network refuses anything
-else, so an algorithm cannot send a raw array by accident: it must say whether the
-message went through a mechanism (``private``, carrying the mechanism's privacy event),
-is independent of the data (``public``), or is sent in the clear by a non-private
-baseline (``nonprivate``, whose privacy loss is unbounded and is reported as such).
+The network refuses anything else, so an algorithm cannot send a raw array by accident: the
+event says what the message is. A mechanism's event (Gaussian, Laplace, ...) carries its
+sensitivity and noise; a :class:`~mpi_privopt.privacy.events.PublicEvent` marks a message
+independent of the data (free); a :class:`~mpi_privopt.privacy.events.NonPrivateEvent`, one
+sent in the clear by a non-private baseline, whose privacy loss is unbounded and reported as
+such.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from .events import NonPrivateEvent, PrivacyEvent, PublicEvent
 
 PRIVATE = "private"
 PUBLIC = "public"
 NONPRIVATE = "nonprivate"
 KINDS = (PRIVATE, PUBLIC, NONPRIVATE)
 
+#: one event per note: non-private releases made every iteration need not make a new one
+_NONPRIVATE_EVENTS: dict[str, NonPrivateEvent] = {}
+_PUBLIC_EVENT = PublicEvent()
+
 
 class Release:
-    """A payload ready to leave an agent.
+    """A payload ready to leave an agent, with the privacy event that describes it.
 
     Parameters
     ----------
     payload : numpy.ndarray
         The values to send. Made C-contiguous so the network can hand the buffer to
         MPI without a copy or pickle.
-    kind : {"private", "public", "nonprivate"}
-        How the payload relates to the agent's private data.
-    note : str, optional
-        For ``nonprivate`` releases, what protection (not DP) the message has, if any.
-    event : object, optional
-        For ``private`` releases, the privacy event of the mechanism that produced the
-        payload (for example a Gaussian mechanism's sensitivity and noise scale). The
-        per-link ledger books it on every link the release travels.
+    event : PrivacyEvent
+        What was released: the mechanism's event for a private release, a
+        :class:`PublicEvent` or a :class:`NonPrivateEvent`. The per-link ledger books it on
+        every link the release travels.
     """
 
-    __slots__ = ("payload", "kind", "event", "note")
+    __slots__ = ("payload", "event")
 
-    def __init__(self, payload: np.ndarray, kind: str, event: Any = None, note: str = "") -> None:
-        if kind not in KINDS:
-            raise ValueError(f"release kind {kind!r} is not one of {KINDS}")
-        if kind == PRIVATE and event is None:
-            raise ValueError("a private release must carry the privacy event of its mechanism")
+    def __init__(self, payload: np.ndarray, event: PrivacyEvent) -> None:
+        if not isinstance(event, PrivacyEvent):
+            raise TypeError("a release carries the privacy event that describes it: a "
+                            "mechanism's event, PublicEvent() or NonPrivateEvent(note)")
         self.payload = np.ascontiguousarray(payload)
-        self.kind = kind
         self.event = event
-        self.note = note
+
+    @property
+    def kind(self) -> str:
+        """``private``, ``public`` or ``nonprivate``, from the event."""
+        cls = self.event.__class__
+        return PUBLIC if cls is PublicEvent else NONPRIVATE if cls is NonPrivateEvent else PRIVATE
 
     @classmethod
     def nonprivate(cls, payload: np.ndarray, note: str = "") -> "Release":
@@ -55,12 +59,15 @@ class Release:
         ``note`` says why, when there is more to say than "sent in the clear" (for example
         structured randomization, whose protection is not differential privacy).
         """
-        return cls(payload, NONPRIVATE, note=note)
+        event = _NONPRIVATE_EVENTS.get(note)
+        if event is None:
+            event = _NONPRIVATE_EVENTS[note] = NonPrivateEvent(note)
+        return cls(payload, event)
 
     @classmethod
     def public(cls, payload: np.ndarray) -> "Release":
         """Mark a message that does not depend on any private data."""
-        return cls(payload, PUBLIC)
+        return cls(payload, _PUBLIC_EVENT)
 
     def __repr__(self) -> str:
-        return f"Release(kind={self.kind!r}, shape={self.payload.shape}, event={self.event!r})"
+        return f"Release(shape={self.payload.shape}, event={self.event!r})"

@@ -1,14 +1,18 @@
 """privacy.json: every agent's ledger as K x K matrices, per-agent totals, the worst link.
 
-Rows are the agent whose data is protected (the sender); columns the neighbour that
-observed the messages. Entries off the graph are ``null``: nothing travels there.
+Rows are the agent whose data is protected (normally the sender); columns the agent that
+observed the messages. Entries where nothing of the row's data was observed are ``null``
+(off the graph, for methods that send only their own data to neighbours). Each rank's ledger
+computed its own figures (the end-of-run privacy loss distribution included); events that
+another agent booked on the row agent's data (a token that carries it) are merged in here.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from .ledger import Loss, observed_by
+from .accountants import HeadlineAccountant
+from .ledger import compose_observed
 
 CONVERSIONS = {
     "best": "the smallest valid of the conversions below (the headline epsilon)",
@@ -16,7 +20,28 @@ CONVERSIONS = {
     "standard": "zCDP -> (eps, delta) by Bun-Steinke 2016 Prop. 1.3: rho + 2 sqrt(rho ln(1/delta))",
     "exact": "exact composition of Gaussian mechanisms (Gaussian DP, Dong-Roth-Su)",
     "pure": "pure epsilon (Laplace releases only), summed",
+    "pld": "privacy loss distributions composed by dp-accounting (links with Laplace "
+           "releases; computed once at the end of the run)",
 }
+
+
+def _books(groups: list[dict]) -> list[tuple]:
+    """(receivers, record, accountant) of privacy.json group entries."""
+    keep = ("receivers", "owner", "record")
+    return [(g["receivers"], g.get("record"),
+             HeadlineAccountant.from_dict({k: v for k, v in g.items() if k not in keep}))
+            for g in groups]
+
+
+def _foreign(ledgers: Sequence[dict]) -> dict[int, list[dict]]:
+    """Group entries booked by one agent on another agent's data, by owner."""
+    out: dict[int, list[dict]] = {}
+    for snapshot in ledgers:
+        for group in snapshot["groups"]:
+            owner = group.get("owner", snapshot["agent"])
+            if owner != snapshot["agent"]:
+                out.setdefault(owner, []).append(group)
+    return out
 
 
 def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
@@ -24,14 +49,24 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
     K = len(ledgers)
     matrices = {name: [[None] * K for _ in range(K)]
                 for name in ("epsilon", "conversion", "epsilon_tight", "epsilon_standard",
-                             "epsilon_exact", "epsilon_pure", "rho", "releases")}
+                             "epsilon_exact", "epsilon_pure", "epsilon_pld", "rho", "releases")}
+    foreign = _foreign(ledgers)
     agents = []
     notes: list[str] = []
     worst_link, worst_eps = None, -math.inf
     for snapshot in ledgers:
         k = snapshot["agent"]
-        for j, data in snapshot["links"].items():
-            loss = Loss.from_dict(data)
+        links = {int(j): HeadlineAccountant.from_dict(data) for j, data in snapshot["links"].items()}
+        total = HeadlineAccountant.from_dict(snapshot["total"])
+        groups = [g for g in snapshot["groups"] if g.get("owner", k) == k] + foreign.get(k, [])
+        if k in foreign:
+            # Another agent carried this agent's data on: compose everything anew (the
+            # end-of-run distributions of the agent's own ledger no longer cover it).
+            books = _books(groups)
+            observers = sorted({int(j) for g in groups for j in g["receivers"]} | set(links))
+            links = {j: compose_observed(books, (j,), delta) for j in observers}
+            total = compose_observed(books, observers, delta)
+        for j, loss in links.items():
             eps = loss.epsilon(delta)
             matrices["epsilon"][k][int(j)] = eps["best"]
             matrices["conversion"][k][int(j)] = eps["conversion"]
@@ -39,14 +74,14 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             matrices["epsilon_standard"][k][int(j)] = eps["standard"]
             matrices["epsilon_exact"][k][int(j)] = eps["exact"]
             matrices["epsilon_pure"][k][int(j)] = eps["pure"]
+            matrices["epsilon_pld"][k][int(j)] = eps["pld"]
             matrices["rho"][k][int(j)] = math.inf if loss.unbounded else loss.rho
             matrices["releases"][k][int(j)] = loss.releases
             notes += [n for n in loss.notes if n not in notes]
             if eps["best"] > worst_eps:
                 worst_link, worst_eps = [k, int(j)], eps["best"]
-        link_eps = {int(j): matrices["epsilon"][k][int(j)] for j in snapshot["links"]}
+        link_eps = {int(j): matrices["epsilon"][k][int(j)] for j in links}
         worst_observer = max(link_eps, key=lambda j: (link_eps[j], -j)) if link_eps else None
-        total = Loss.from_dict(snapshot["total"])
         total_eps = total.epsilon(delta)
         agents.append({
             "agent": k,
@@ -58,13 +93,13 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             "releases": total.releases,
             "public_releases": total.public,
             "budget": snapshot["budget"],
-            "groups": snapshot["groups"],
+            "groups": groups,
         })
     return {
         "delta": delta,
         "noise": noise,
-        "rows": "agent whose data is protected (sender)",
-        "columns": "neighbour that observed the messages (receiver)",
+        "rows": "agent whose data is protected (the sender, unless another agent carried it on)",
+        "columns": "agent that observed the messages (the receiver)",
         "headline_conversion": "best",
         "conversions": CONVERSIONS,
         "links": matrices,
@@ -77,7 +112,5 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
 
 def coalition_epsilon(report: dict, agent: int, observers: Sequence[int]) -> dict:
     """epsilon of ``agent`` against a coalition of observers, from a privacy.json dict."""
-    groups = [(group["receivers"],
-               Loss.from_dict({k: v for k, v in group.items() if k != "receivers"}))
-              for group in report["agents"][agent]["groups"]]
-    return observed_by(groups, observers).epsilon(report["delta"])
+    groups = report["agents"][agent]["groups"]
+    return compose_observed(_books(groups), observers, report["delta"]).epsilon(report["delta"])

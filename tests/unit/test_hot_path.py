@@ -14,7 +14,8 @@ from mpi4py import MPI
 
 from mpi_privopt.network import Network
 from mpi_privopt.privacy.accountants import GaussianEvent
-from mpi_privopt.privacy.ledger import Ledger, Loss, _IDENTITY_CACHE_SIZE
+from mpi_privopt.privacy.events import NonPrivateEvent, PublicEvent
+from mpi_privopt.privacy.ledger import Ledger, _IDENTITY_CACHE_SIZE
 from mpi_privopt.privacy.release import NONPRIVATE, PUBLIC, Release
 from mpi_privopt.problems import LOSSES, LocalProblem
 from mpi_privopt.problems.regularizers import penalty_subgradient
@@ -70,17 +71,20 @@ def test_release_constructors_keep_the_checks_meaning():
     view = np.arange(12.0).reshape(3, 4)[:, 1]          # not contiguous
     for release, kind in ((Release.nonprivate(view, "why"), NONPRIVATE),
                           (Release.public(view), PUBLIC)):
-        assert release.kind == kind and release.event is None
+        assert release.kind == kind
         assert release.payload.flags.c_contiguous
         np.testing.assert_array_equal(release.payload, view)
-    assert Release.nonprivate(view, "why").note == "why"
+    assert Release.nonprivate(view, "why").event == NonPrivateEvent("why")
+    assert Release.public(view).event == PublicEvent()
+    # one event object per note: made once, not on every iteration
+    assert Release.nonprivate(view, "why").event is Release.nonprivate(view, "why").event
     contiguous = np.ones(3)
     assert Release.nonprivate(contiguous).payload is contiguous   # no copy on the hot path
 
 
 def test_ledger_total_is_every_release_once():
     ledger = Ledger(0, [1, 2, 3], 1e-5)
-    gaussian = Release(np.zeros(2), "private", GaussianEvent(1.0, 2.0))
+    gaussian = Release(np.zeros(2), GaussianEvent(1.0, 2.0))
     everyone = [1, 2, 3]
     for _ in range(3):
         ledger.on_release(gaussian, everyone, "x", 0)            # broadcast
@@ -163,7 +167,7 @@ def test_broadcast_books_with_every_listener_added_at_any_time():
 
 def test_booker_and_on_release_book_into_the_same_group():
     ledger = Ledger(0, [1, 2], 1e-5)
-    release = Release(np.zeros(1), "private", GaussianEvent(1.0, 1.0))
+    release = Release(np.zeros(1), GaussianEvent(1.0, 1.0))
     book = ledger.booker([1, 2])
     book(release)
     ledger.on_release(release, [2, 1], "x", 0)
