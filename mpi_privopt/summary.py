@@ -65,7 +65,7 @@ class RunSummary:
 
     def __getitem__(self, key: str) -> Any:
         """The value of summary.json key ``key`` (KeyError if the run has none)."""
-        if key not in self.to_dict():
+        if key not in _FIELDS or (key in OPTIONAL and getattr(self, key) is None):
             raise KeyError(key)
         return getattr(self, key)
 
@@ -87,6 +87,9 @@ class RunSummary:
     def read(cls, run_dir: str | Path) -> "RunSummary":
         """The summary of the run in ``run_dir``."""
         return cls.from_dict(json.loads((Path(run_dir) / "summary.json").read_text()))
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(RunSummary))
 
 
 def _human_bytes(n: float) -> str:
