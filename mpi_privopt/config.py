@@ -65,13 +65,21 @@ class PrivacyConfig:
 
 @dataclass
 class RunConfig:
-    """The ``[run]`` section."""
+    """The ``[run]`` section.
+
+    ``evaluate`` says what the monitor may do (see docs/config.md): ``reference``
+    (simulation: a centralised reference from every agent's data, distance metrics),
+    ``local`` (each agent evaluates itself; only scalars are reduced) or ``none``
+    (deployment: nothing but setup agreement and end-of-run counters leaves an agent
+    beyond the algorithm's own messages).
+    """
 
     iterations: int = 200
     eval_every: int = 1
     seed: int = 0
     progress_every: int = 0  # 0: about ten progress lines per run
     name: str = ""
+    evaluate: str = "reference"
 
 
 @dataclass
@@ -269,7 +277,8 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
     from .algorithms import ALGORITHMS
     from .privacy.noise import NOISE_MODES
-    from .problems import ProblemConfig, validate_problem_config
+    from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
+    from .problems.config import local_l1
     from .topology import TOPOLOGIES
 
     unknown = sorted(set(raw) - set(SECTIONS))
@@ -309,6 +318,11 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",
                           "use 0 for about ten progress lines")
+    if run.evaluate not in EVALUATE_MODES:
+        raise ConfigError(f"run.evaluate = {run.evaluate!r} is unknown",
+                          'use "reference" (simulation), "local" (each agent evaluates '
+                          'itself) or "none" (deployment)')
+    local_l1(problem, run.evaluate)  # l1 = "auto" only where the data may be gathered
 
     algo_raw = dict(raw.get("algorithm", {}))
     name = algo_raw.pop("name", AlgorithmConfig.name)

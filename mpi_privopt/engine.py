@@ -1,12 +1,24 @@
-"""The run loop: build everything on each rank, iterate, evaluate, write results.
+"""The run loop on every rank, in four named steps: set up, iterate, evaluate, finish.
 
 Every rank runs :func:`run`. Setup steps that can fail on bad input run under
 :func:`~mpi_privopt.collective.agree`, so all ranks stop together with one message. The
 evaluation uses its own communicator (a duplicate of the world), never counted as the
-algorithm's traffic.
+algorithm's traffic. What it carries depends on ``run.evaluate``:
+
+``reference``  simulation: every agent's data once (the centralised reference), the
+               average model at each evaluation, every final model (``models.npz``)
+``local``      per-agent scalars at each evaluation; each agent writes its own model
+``none``       deployment: only setup agreement (config and graph hashes, the run
+               directory) and the end-of-run counters of traffic meters and ledgers
+
+One iteration's data: ``algorithm.step(n)`` computes on the agent's own data and sends
+releases through ``net`` (metered and booked by the ledger on the same send path);
+every ``eval_every`` iterations :func:`evaluate` hands the agent's estimate and its two
+cost counters to the monitor, which reduces per-agent quantities to one row on rank 0.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from dataclasses import dataclass, field
@@ -18,27 +30,34 @@ from typing import Any, TextIO
 import numpy as np
 from mpi4py import MPI
 
-from . import problems, topology
+from . import topology
 from .agent import Agent
 from .algorithms import ALGORITHMS
 from .collective import agree
 from .config import Config
-from .errors import PrivacyBudgetExceeded, TopologyError
-from .monitor import Evaluation, Monitor
+from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
+from .monitor import Evaluation, Monitor, sent_bytes
 from .network import Network
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
-from .results import RunDirectory, choose_run_dir, write_json
+from .problem_setup import ProblemSetup, build_problems
+from .problems.metrics import LOCAL, NONE, REFERENCE
+from .results import RunDirectory, choose_run_dir, write_agent_model, write_json
+from .summary import RunSummary, format_summary
 from .traffic import assemble_matrices
 
 
 @dataclass
 class RunResult:
-    """What rank 0 knows after a run (other ranks get ``None`` from :func:`run`)."""
+    """What rank 0 knows after a run (other ranks get ``None`` from :func:`run`).
+
+    ``models`` (K x P) and ``w_c`` exist in ``reference`` mode only; in the other modes
+    each agent's model is in its own ``models-agent-K.npz``.
+    """
 
     run_dir: str
-    summary: dict[str, Any]
+    summary: RunSummary
     metrics: list[Evaluation] = field(default_factory=list)
     traffic: dict = field(default_factory=dict)
     models: np.ndarray | None = None
@@ -55,6 +74,20 @@ def build_graph(cfg: Config, n_ranks: int):
                                          "rows": t.rows, "file": t.file})
     topology.validate_graph(graph, n_ranks)
     return graph
+
+
+def config_hash(cfg: Config) -> str:
+    """A digest of the resolved configuration, for the ranks to agree on."""
+    return hashlib.sha256(cfg.to_toml().encode()).hexdigest()
+
+
+def _confirm_same_config(comm: MPI.Intracomm, cfg: Config) -> None:
+    hashes = comm.allgather(config_hash(cfg))
+    if len(set(hashes)) != 1:
+        differing = [r for r, h in enumerate(hashes) if h != hashes[0]]
+        raise ConfigError(
+            f"ranks resolved different configurations (ranks {differing} differ from rank 0)",
+            "give every rank the same config file and --set overrides (a shared filesystem)")
 
 
 def _confirm_same_graph(comm: MPI.Intracomm, graph) -> None:
@@ -75,6 +108,49 @@ def _progress_every(cfg: Config) -> int:
 def _print(stream: TextIO | None, text: str) -> None:
     if stream is not None:
         print(text, file=stream, flush=True)
+
+
+#: what the monitor gathered or reduced in each mode (summary.json's evaluation_note)
+EVALUATION_NOTES = {
+    REFERENCE: "simulation: rank 0 gathered every agent's data once for the centralised "
+               "reference (and l1 = auto); each evaluation reduced the average model; "
+               "models.npz holds every final model",
+    LOCAL: "each agent evaluated itself; only per-agent scalars were reduced; each agent "
+           "wrote its own models-agent-K.npz",
+    NONE: "deployment: nothing was evaluated during the run; only setup agreement and "
+          "end-of-run counters left the agents beyond the algorithm's messages; each "
+          "agent wrote its own models-agent-K.npz",
+}
+
+
+@dataclass
+class Session:
+    """Everything one rank holds during a run (made by :func:`set_up`)."""
+
+    cfg: Config
+    comm: MPI.Intracomm
+    eval_comm: MPI.Intracomm
+    stream: TextIO | None
+    graph: Any
+    run_dir: str
+    problem: ProblemSetup
+    net: Network
+    ledger: Ledger
+    noise: Any
+    algorithm: Any
+    monitor: Monitor
+    directory: RunDirectory | None
+    metrics: list[Evaluation] = field(default_factory=list)
+    eval_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    @property
+    def root(self) -> bool:
+        return self.rank == 0
 
 
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
@@ -104,25 +180,29 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     comm = comm or MPI.COMM_WORLD
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
     try:
-        return _run(cfg, out, comm, eval_comm, stream if comm.Get_rank() == 0 else None,
-                    on_setup)
+        session = set_up(cfg, out, comm, eval_comm,
+                         stream if comm.Get_rank() == 0 else None, on_setup)
+        iterate(session)
+        return finish(session)
     finally:
         eval_comm.Free()
 
 
-def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-         stream: TextIO | None, on_setup) -> RunResult | None:
+def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
+           stream: TextIO | None, on_setup=None) -> Session:
+    """Agree on config, graph and run directory; build problem, network, ledger, algorithm."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     name = cfg.run.name or cfg.algorithm.name
+    mode = cfg.run.evaluate
 
+    agree(eval_comm, lambda: _confirm_same_config(eval_comm, cfg))
     graph = agree(eval_comm, lambda: build_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
 
-    setup = problems.build_problems(cfg.problem, eval_comm, cfg.run.seed)
-    local, reference = setup.local, setup.reference
+    problem = build_problems(cfg.problem, eval_comm, cfg.run.seed, mode)
 
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
     net = Network(comm, in_nbrs, out_nbrs)
@@ -134,15 +214,14 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         net.guards.append(ledger)
     rng = np.random.default_rng(np.random.SeedSequence(cfg.run.seed).spawn(n_agents)[rank])
     noise = agree(eval_comm, lambda: agent_noise(cfg.privacy.noise, cfg.run.seed, rank))
-    agent = Agent(id=rank, n_agents=n_agents, problem=local, net=net, graph=graph, rng=rng,
-                  weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
+    agent = Agent(id=rank, n_agents=n_agents, problem=problem.local, net=net, graph=graph,
+                  rng=rng, weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
                   iterations=cfg.run.iterations)
     algorithm = ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params)
     if on_setup is not None:
         on_setup(agent, algorithm)
 
-    monitor = Monitor(eval_comm, local.n_features, setup.global_problem,
-                      reference.w if root else None, reference.value if root else 0.0)
+    monitor = Monitor(eval_comm, problem.evaluator, mode)
     directory = None
     if root:
         directory = RunDirectory(run_dir)
@@ -151,151 +230,143 @@ def _run(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intra
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
                        f"{n_agents} agents, {cfg.topology.kind} graph "
                        f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
-        _print(stream, f"reference optimum: {reference.method}, F(w_c) = {reference.value:.6g}")
+        if problem.reference is not None:
+            _print(stream, f"reference optimum: {problem.reference.method}, "
+                           f"F(w_c) = {problem.reference.value:.6g}")
+        else:
+            _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
+    return Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
+                   run_dir=str(run_dir), problem=problem, net=net, ledger=ledger, noise=noise,
+                   algorithm=algorithm, monitor=monitor, directory=directory)
 
-    metrics: list[Evaluation] = []
-    iterations, eval_every = cfg.run.iterations, cfg.run.eval_every
-    progress_every = _progress_every(cfg)
-    eval_seconds = 0.0
-    first = monitor.evaluate(0, algorithm.estimate, 0.0)
-    if root:
-        metrics.append(first)
-        directory.append_metrics(first)
 
-    eval_comm.Barrier()
+def iterate(s: Session) -> None:
+    """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
+    iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
+    evaluate(s, 0, 0.0)
+    s.eval_comm.Barrier()
     start = perf_counter()
     for n in range(1, iterations + 1):
-        net.round = n
+        s.net.round = n
         try:
-            algorithm.step(n)
+            s.algorithm.step(n)
         except PrivacyBudgetExceeded:
             # Only this agent knows; the others wait on it, so the job is aborted by the
             # caller. Leave this agent's ledger beside what rank 0 has written so far.
-            write_json(Path(run_dir) / f"privacy-agent-{rank}-at-stop.json",
-                       {"stopped_at_iteration": n, **ledger.to_dict()})
+            write_json(Path(s.run_dir) / f"privacy-agent-{s.rank}-at-stop.json",
+                       {"stopped_at_iteration": n, **s.ledger.to_dict()})
             raise
-        if n % eval_every == 0 or n == iterations:
+        if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
-            row = monitor.evaluate(n, algorithm.estimate, tick - start - eval_seconds)
-            if root:
-                metrics.append(row)
-                directory.append_metrics(row)
-                if n % progress_every == 0 or n == iterations:
-                    _print(stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  "
-                                   f"error {row.error:.3e}  objective gap {row.objective_gap:.3e}"
-                                   f"  consensus {row.consensus_gap:.3e}")
-            if net.guards:
+            evaluate(s, n, tick - start - s.eval_seconds)
+            if s.net.guards:
                 # No agent moves on before the row is on disk: if one is then stopped (its
                 # budget), the abort cannot cut off what was already measured.
-                eval_comm.Barrier()
-            eval_seconds += perf_counter() - tick
-    eval_comm.Barrier()
-    wall = perf_counter() - start
+                s.eval_comm.Barrier()
+            s.eval_seconds += perf_counter() - tick
+    s.eval_comm.Barrier()
+    s.wall_seconds = perf_counter() - start
 
-    final_models = monitor.gather(algorithm.estimate)
-    all_rows = eval_comm.gather(net.meter.rows(n_agents), root=0)
-    comm_seconds = eval_comm.gather(net.meter.total_seconds(), root=0)
-    receive_seconds = eval_comm.gather(sum(net.meter.receive_seconds.values()), root=0)
-    ledgers = eval_comm.gather(ledger.to_dict(), root=0)
-    net.free()
-    if not root:
+
+def evaluate(s: Session, n: int, elapsed: float) -> None:
+    """One metrics row: the monitor reduces every agent's quantities; rank 0 writes it."""
+    if not s.monitor.active:
+        return
+    row = s.monitor.evaluate(n, s.algorithm.estimate, elapsed, sent_bytes(s.net.meter),
+                             s.ledger.worst_observer()[1])
+    if row is None:
+        return
+    s.metrics.append(row)
+    s.directory.append_metrics(row)
+    iterations = s.cfg.run.iterations
+    if n and (n % _progress_every(s.cfg) == 0 or n == iterations):
+        shown = "  ".join(f"{k.replace('_', ' ')} {v:.3e}" for k, v in row.values.items())
+        _print(s.stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  {shown}")
+
+
+def finish(s: Session) -> RunResult | None:
+    """Final models, end-of-run counters to rank 0, the run directory's last files."""
+    n_agents = s.comm.Get_size()
+    mode = s.cfg.run.evaluate
+    final_models = None
+    if mode == REFERENCE:
+        final_models = s.monitor.gather_models(s.algorithm.estimate)
+    else:
+        write_agent_model(s.run_dir, s.rank, s.algorithm.estimate)
+    meter = s.net.meter
+    all_rows = s.eval_comm.gather(meter.rows(n_agents), root=0)
+    comm_seconds = s.eval_comm.gather(meter.total_seconds(), root=0)
+    receive_seconds = s.eval_comm.gather(sum(meter.receive_seconds.values()), root=0)
+    ledgers = s.eval_comm.gather(s.ledger.to_dict(), root=0)
+    s.net.free()
+    if not s.root:
         return None
 
     traffic = assemble_matrices(all_rows, n_agents)
+    privacy = privacy_report(ledgers, s.cfg.privacy.delta, s.noise.mode)
+    summary = _summary(s, traffic, privacy, comm_seconds)
+    reference = s.problem.reference
+    s.directory.write_traffic(traffic, receive_seconds)
+    s.directory.write_privacy(privacy)
+    if final_models is not None:
+        s.directory.write_models(final_models, reference.w)
+    s.directory.write_summary(summary)
+    s.directory.close()
+    _print(s.stream, format_summary(summary))
+    return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
+                     models=None if final_models is None else final_models.copy(),
+                     w_c=None if reference is None else reference.w)
+
+
+def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]) -> RunSummary:
+    cfg = s.cfg
     bytes_matrix = traffic["total"]["bytes"]
     busiest = np.unravel_index(int(np.argmax(bytes_matrix)), bytes_matrix.shape)
     algorithm_cls = ALGORITHMS[cfg.algorithm.name]
-    privacy = privacy_report(ledgers, cfg.privacy.delta, noise.mode)
-    final = metrics[-1]
-    summary = {
-        "algorithm": cfg.algorithm.name,
-        "problem": cfg.problem.name,
-        "topology": cfg.topology.kind,
-        "ranks": n_agents,
-        "edges": graph.number_of_edges(),
-        "iterations": iterations,
-        "seed": cfg.run.seed,
-        "final_error": final.error,
-        "final_objective_gap": final.objective_gap,
-        "final_consensus_gap": final.consensus_gap,
-        "bytes_total": int(bytes_matrix.sum()),
-        "bytes_busiest_link": int(bytes_matrix[busiest]),
-        "busiest_link": [int(busiest[0]), int(busiest[1])],
-        "messages_total": int(traffic["total"]["messages"].sum()),
-        "wall_seconds": wall,
-        "algorithm_seconds": wall - eval_seconds,
-        "eval_seconds": eval_seconds,
-        "comm_seconds": float(np.mean(comm_seconds)),
-        "comm_seconds_max": float(np.max(comm_seconds)),
-        "private": algorithm_cls.private,
-        "worst_link_epsilon": privacy["worst_link_epsilon"],
-        "worst_link": privacy["worst_link"],
-        "worst_link_conversion": (privacy["links"]["conversion"][privacy["worst_link"][0]]
-                                  [privacy["worst_link"][1]] if privacy["worst_link"] else None),
-        "privacy_delta": cfg.privacy.delta,
-        "noise": noise.mode,
-        "reference_method": reference.method,
-        "optimum_value": reference.value,
-        "graph_hash": topology.graph_hash(graph),
-        "run_dir": str(run_dir),
-    }
-    report = algorithm.report()
-    if report:
-        summary["algorithm_report"] = report
+    final = s.metrics[-1].values if s.metrics else {}
+    reference = s.problem.reference
+    worst = privacy["worst_link"]
+    summary = RunSummary(
+        algorithm=cfg.algorithm.name,
+        problem=cfg.problem.name,
+        topology=cfg.topology.kind,
+        ranks=s.comm.Get_size(),
+        edges=s.graph.number_of_edges(),
+        iterations=cfg.run.iterations,
+        seed=cfg.run.seed,
+        final_error=final.get("error"),
+        final_objective_gap=final.get("objective_gap"),
+        final_consensus_gap=final.get("consensus_gap"),
+        bytes_total=int(bytes_matrix.sum()),
+        bytes_busiest_link=int(bytes_matrix[busiest]),
+        busiest_link=[int(busiest[0]), int(busiest[1])],
+        messages_total=int(traffic["total"]["messages"].sum()),
+        wall_seconds=s.wall_seconds,
+        algorithm_seconds=s.wall_seconds - s.eval_seconds,
+        eval_seconds=s.eval_seconds,
+        comm_seconds=float(np.mean(comm_seconds)),
+        comm_seconds_max=float(np.max(comm_seconds)),
+        private=algorithm_cls.private,
+        worst_link_epsilon=privacy["worst_link_epsilon"],
+        worst_link=worst,
+        worst_link_conversion=(privacy["links"]["conversion"][worst[0]][worst[1]]
+                               if worst else None),
+        privacy_delta=cfg.privacy.delta,
+        noise=s.noise.mode,
+        reference_method=None if reference is None else reference.method,
+        optimum_value=None if reference is None else reference.value,
+        graph_hash=topology.graph_hash(s.graph),
+        run_dir=s.run_dir,
+        evaluate=cfg.run.evaluate,
+        final_metrics=dict(final),
+        evaluation_note=EVALUATION_NOTES[cfg.run.evaluate],
+        l1=s.problem.l1,
+        algorithm_report=s.algorithm.report() or None,
+    )
     if not algorithm_cls.private:
-        summary["privacy_note"] = (
+        summary.privacy_note = (
             "; ".join(privacy["notes"]) + " (no differential-privacy guarantee: each link's "
             "loss is reported as unbounded, inf)" if privacy["notes"] else
             "non-private algorithm: every message is sent in the clear, so each link's "
             "privacy loss is unbounded (inf)")
-    directory.write_traffic(traffic, receive_seconds)
-    directory.write_privacy(privacy)
-    directory.write_models(final_models, reference.w)
-    directory.write_summary(summary)
-    directory.close()
-    _print(stream, format_summary(summary))
-    return RunResult(run_dir=str(run_dir), summary=summary, metrics=metrics, traffic=traffic,
-                     models=final_models.copy(), w_c=reference.w)
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-def _privacy_line(s: dict[str, Any]) -> str:
-    eps = s["worst_link_epsilon"]
-    if math.isinf(eps):
-        return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
-    link = s.get("worst_link")
-    where = f" on link {link[0]}->{link[1]}" if link else ""
-    return (f"worst link epsilon = {eps:.4g}{where} at delta {s['privacy_delta']:g} "
-            f"({s.get('worst_link_conversion')} conversion, {s['noise']} noise)")
-
-
-def format_summary(s: dict[str, Any]) -> str:
-    """The end-of-run table rank 0 prints."""
-    i, j = s["busiest_link"]
-    rows = [
-        ("algorithm", f"{s['algorithm']} on {s['problem']} ({s['ranks']} agents, "
-                      f"{s['topology']}, {s['edges']} edges)"),
-        ("final error", f"{s['final_error']:.3e}   (sum_k ||w_k - w_c||^2 / ||w_c||^2)"),
-        ("objective gap", f"{s['final_objective_gap']:.3e}"),
-        ("consensus gap", f"{s['final_consensus_gap']:.3e}"),
-        ("iterations", f"{s['iterations']}"),
-        ("wall time", f"{s['wall_seconds']:.3f} s  (evaluation {s['eval_seconds']:.3f} s)"),
-        ("time in communication", f"{s['comm_seconds']:.3f} s per agent on average "
-                                  f"(max {s['comm_seconds_max']:.3f} s)"),
-        ("bytes sent", f"{_human_bytes(s['bytes_total'])} in total, "
-                       f"{_human_bytes(s['bytes_busiest_link'])} on the busiest link {i}->{j}"),
-        ("privacy", _privacy_line(s)),
-        *((str(k), str(v)) for k, v in s.get("algorithm_report", {}).items()),
-        ("run directory", s["run_dir"]),
-    ]
-    width = max(len(k) for k, _ in rows)
-    line = "-" * (width + 60)
-    return "\n".join([line] + [f"{k:<{width}}  {v}" for k, v in rows] + [line] +
-                     [f"per-link matrices: python -m mpi_privopt report {s['run_dir']}"])
+    return summary

@@ -14,13 +14,15 @@ import numpy as np
 
 from .errors import ConfigError
 from .results import read_metrics
+from .summary import RunSummary
 
 SHOW_FULL = 16  # print whole matrices up to this many agents
 
 
 def load_run(run_dir: str | Path) -> dict:
     path = Path(run_dir)
-    needed = ("metrics.csv", "traffic.json", "privacy.json", "summary.json")
+    # metrics.csv is absent from a run with run.evaluate = "none" (nothing was measured)
+    needed = ("traffic.json", "privacy.json", "summary.json")
     missing = [n for n in needed if not (path / n).is_file()]
     if missing:
         raise ConfigError(f"{path} is not a finished run directory (missing {', '.join(missing)})",
@@ -33,7 +35,7 @@ def load_run(run_dir: str | Path) -> dict:
         "epsilon": np.array([[np.nan if v is None else v for v in row]
                              for row in privacy["links"]["epsilon"]], dtype=float),
         "privacy": privacy,
-        "summary": json.loads((path / "summary.json").read_text()),
+        "summary": RunSummary.read(path),
     }
 
 
@@ -52,14 +54,29 @@ def _eps(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.3g}"
 
 
+def _curve_column(metrics: dict) -> str | None:
+    """The metric drawn as the accuracy curve: the first metric column, if any."""
+    columns = [c for c in metrics if c not in NOT_CURVES]
+    return columns[0] if columns else None
+
+
+#: metrics.csv columns that are not a problem's metric
+NOT_CURVES = ("iteration", "elapsed_seconds", "bytes_total", "worst_link_epsilon")
+
+
 def text_report(run: dict) -> str:
     s, m = run["summary"], run["metrics"]
-    lines = [f"{s['algorithm']} on {s['problem']}: {s['ranks']} agents, {s['iterations']} "
-             f"iterations, final error {s['final_error']:.3e}"]
-    marks = sorted({0, len(m["iteration"]) // 4, len(m["iteration"]) // 2,
-                    3 * len(m["iteration"]) // 4, len(m["iteration"]) - 1})
-    lines.append("accuracy curve: " + ", ".join(
-        f"iter {int(m['iteration'][i])}: {m['error'][i]:.2e}" for i in marks))
+    lines = [f"{s.algorithm} on {s.problem}: {s.ranks} agents, {s.iterations} "
+             f"iterations, evaluate = {s.evaluate}"]
+    curve = _curve_column(m)
+    if curve is None:
+        lines.append("accuracy curve: none (nothing was measured during the run: "
+                     f"evaluate = {s.evaluate})")
+    else:
+        marks = sorted({0, len(m["iteration"]) // 4, len(m["iteration"]) // 2,
+                        3 * len(m["iteration"]) // 4, len(m["iteration"]) - 1})
+        lines.append(f"accuracy curve ({curve}): " + ", ".join(
+            f"iter {int(m['iteration'][i])}: {m[curve][i]:.2e}" for i in marks))
     K = run["bytes"].shape[0]
     link_bytes = run["bytes"][run["bytes"] > 0]
     lines.append(f"\nbytes per link (row = sender, column = receiver): total "
@@ -91,8 +108,10 @@ def plot_report(run: dict, png: str | Path) -> None:
                           "pip install 'mpi_privopt[plot]'") from None
     m = run["metrics"]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    axes[0].semilogy(m["iteration"], np.maximum(m["error"], 1e-300))
-    axes[0].set(xlabel="iteration", ylabel="normalised error", title="accuracy")
+    curve = _curve_column(m)
+    if curve is not None:
+        axes[0].semilogy(m["iteration"], np.maximum(np.abs(m[curve]), 1e-300))
+    axes[0].set(xlabel="iteration", ylabel=curve or "nothing measured", title="accuracy")
     image = axes[1].imshow(np.where(run["bytes"] > 0, run["bytes"], np.nan), cmap="viridis")
     axes[1].set(xlabel="receiver", ylabel="sender", title="bytes per link")
     fig.colorbar(image, ax=axes[1])
@@ -108,8 +127,8 @@ def plot_report(run: dict, png: str | Path) -> None:
                 title=f"privacy loss per link (epsilon, delta={run['privacy']['delta']:g})")
     if np.isfinite(shown).any():
         fig.colorbar(image, ax=axes[2])
-    fig.suptitle(f"{run['summary']['algorithm']} on {run['summary']['problem']}, "
-                 f"{run['summary']['ranks']} agents")
+    fig.suptitle(f"{run['summary'].algorithm} on {run['summary'].problem}, "
+                 f"{run['summary'].ranks} agents")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)

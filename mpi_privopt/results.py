@@ -1,16 +1,19 @@
-"""The run directory: everything a run leaves behind, written by rank 0.
+"""The run directory: everything a run leaves behind, written by rank 0 (models: see below).
 
 Layout::
 
     config.toml     the fully resolved configuration (runs again as it is)
     graph.edgelist  the communication graph, one "u v" line per edge
-    metrics.csv     iteration, error, objective_gap, consensus_gap, elapsed_seconds
+    metrics.csv     iteration, the problem's metrics in this evaluation mode (reference:
+                    error, objective_gap, consensus_gap), elapsed_seconds, then the cost
+                    so far: bytes_total, worst_link_epsilon (not written in "none" mode)
     traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total
                     (row = sender, column = receiver)
     privacy.json    K x K privacy loss per link (row = protected agent, column = observer),
                     per-agent totals, the conversions used (see docs/privacy.md)
-    models.npz      W: every agent's final model (row k = agent k); w_c: the optimum
-    summary.json    the headline numbers of the run
+    models.npz      reference mode: W, every agent's final model (row k = agent k); w_c
+    models-agent-K.npz  local / none modes: agent K's own final model w, written by agent K
+    summary.json    the headline numbers of the run (:class:`~mpi_privopt.summary.RunSummary`)
 
 ``metrics.csv`` is appended and flushed at every evaluation, so a run that stops early
 keeps everything it measured up to then.
@@ -27,10 +30,29 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
-from .monitor import Evaluation
+from .monitor import COST_COLUMNS, Evaluation
+from .summary import RunSummary
 from .topology import write_edge_list
 
-METRIC_COLUMNS = ("iteration", "error", "objective_gap", "consensus_gap", "elapsed_seconds")
+
+def metrics_header(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``metrics.csv`` header for the problem's metric ``columns``."""
+    return ("iteration", *columns, "elapsed_seconds", *COST_COLUMNS)
+
+
+def agent_model_path(run_dir: str | Path, agent: int) -> Path:
+    """Where agent ``agent`` writes its own final model (``local`` and ``none`` modes)."""
+    return Path(run_dir) / f"models-agent-{agent}.npz"
+
+
+def write_agent_model(run_dir: str | Path, agent: int, w: np.ndarray) -> None:
+    """Agent ``agent``'s final model ``w``, written by that agent itself.
+
+    The directory is made if missing: on hosts without a shared filesystem each agent
+    keeps its model on its own disk, under the same run directory name.
+    """
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    np.savez(agent_model_path(run_dir, agent), w=np.asarray(w, dtype=np.float64))
 
 
 def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") -> Path:
@@ -96,9 +118,10 @@ class RunDirectory:
         if self._metrics is None:
             self._metrics_file = open(self.path / "metrics.csv", "w", newline="")
             self._metrics = csv.writer(self._metrics_file)
-            self._metrics.writerow(METRIC_COLUMNS)
-        self._metrics.writerow([row.iteration, repr(row.error), repr(row.objective_gap),
-                                repr(row.consensus_gap), f"{row.elapsed:.6f}"])
+            self._metrics.writerow(metrics_header(tuple(row.values)))
+        self._metrics.writerow([row.iteration, *(repr(v) for v in row.values.values()),
+                                f"{row.elapsed:.6f}", row.bytes_total,
+                                repr(row.worst_link_epsilon)])
         self._metrics_file.flush()
 
     def write_traffic(self, matrices: dict, receive_seconds: list[float]) -> None:
@@ -117,8 +140,8 @@ class RunDirectory:
     def write_models(self, W: np.ndarray, w_c: np.ndarray) -> None:
         np.savez(self.path / "models.npz", W=W, w_c=w_c)
 
-    def write_summary(self, summary: dict) -> None:
-        write_json(self.path / "summary.json", summary)
+    def write_summary(self, summary: RunSummary) -> None:
+        write_json(self.path / "summary.json", summary.to_dict())
 
     def close(self) -> None:
         if self._metrics_file is not None:
@@ -127,7 +150,15 @@ class RunDirectory:
 
 
 def read_metrics(path: str | Path) -> dict[str, np.ndarray]:
-    """Columns of a run's ``metrics.csv`` as arrays."""
-    with open(Path(path) / "metrics.csv") as handle:
-        rows = list(csv.DictReader(handle))
-    return {c: np.array([float(r[c]) for r in rows]) for c in METRIC_COLUMNS}
+    """Every column of a run's ``metrics.csv`` as a float array (empty if it has none).
+
+    A run with ``run.evaluate = "none"`` writes no ``metrics.csv``: the result is ``{}``.
+    """
+    file = Path(path) / "metrics.csv"
+    if not file.is_file():
+        return {}
+    with open(file) as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        columns = reader.fieldnames or []
+    return {c: np.array([float(r[c]) for r in rows]) for c in columns}

@@ -20,7 +20,11 @@ data         :func:`load_agent_data`: one agent's data set
 local        :class:`LocalProblem` (f_k with clipping)
 global_problem  :class:`GlobalProblem` (F, for evaluation only)
 reference*   :func:`solve_reference`: high-precision centralised optimum
-setup        :func:`build_problems`: a run's f_k per agent, F and w_c for the monitor
+metrics      what a problem measures in each ``run.evaluate`` mode (:class:`Evaluator`)
+sampling     the sampling oracle's minibatch rows, from each agent's own generator
+
+Nothing here communicates (no mpi4py): the collective setup of a run (loading each
+agent's data, the reference in simulation) is :mod:`mpi_privopt.problem_setup`.
 """
 from mpi_privopt.problems.config import (
     AUTO_L1_FACTOR,
@@ -38,23 +42,25 @@ from mpi_privopt.problems.local import LocalProblem, make_local_problem
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
 from mpi_privopt.problems.reference import ReferenceSolution, solve_reference
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
-from mpi_privopt.problems.setup import ProblemSetup, build_problems
+from mpi_privopt.problems.metrics import EVALUATE_MODES, Evaluator
+from mpi_privopt.problems.sampling import MinibatchSampler, sampling_rng
 from mpi_privopt.problems.synthetic import true_parameter
 
 __all__ = [
     "AUTO",
     "AUTO_L1_FACTOR",
+    "EVALUATE_MODES",
+    "Evaluator",
+    "MinibatchSampler",
     "GlobalProblem",
     "LOSSES",
     "LocalProblem",
     "Loss",
     "PROBLEMS",
     "ProblemConfig",
-    "ProblemSetup",
     "ProblemSpec",
     "ReferenceSolution",
     "auto_l1",
-    "build_problems",
     "load_agent_data",
     "make_local_problem",
     "make_loss",
@@ -62,6 +68,7 @@ __all__ = [
     "problem_spec",
     "resolve_l1",
     "resolve_l2",
+    "sampling_rng",
     "solve_reference",
     "true_parameter",
     "validate_problem_config",

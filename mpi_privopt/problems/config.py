@@ -21,6 +21,7 @@ __all__ = [
     "resolve_l2",
     "auto_l1",
     "AUTO_L1_FACTOR",
+    "local_l1",
 ]
 
 #: ``l1 = "auto"`` means ``AUTO_L1_FACTOR * ||X^T y||_inf`` (Boyd's lambda_max convention).
@@ -200,6 +201,35 @@ def resolve_l1(cfg: ProblemConfig, X_all: np.ndarray, y_all: np.ndarray) -> floa
         y_all = np.asarray(y_all, dtype=float)
         return auto_l1(X_all.T @ y_all)
     return float(l1)
+
+
+def local_l1(cfg: ProblemConfig, evaluate: str) -> float | None:
+    """The numeric l1 an agent can know without anyone's data but its own.
+
+    ``l1 = "auto"`` needs ``X^T y`` of every agent's data together, which only
+    ``run.evaluate = "reference"`` (a simulation) may gather; otherwise it is refused.
+    Returns None for the polynomial problem (no l1) and for "auto" in reference mode
+    (resolved from the gathered data, :func:`resolve_l1`).
+
+    Raises
+    ------
+    ConfigError
+        ``l1 = "auto"`` with ``evaluate`` other than "reference".
+    """
+    if cfg.name == POLYNOMIAL:
+        return None
+    l1 = configured_l1(cfg)
+    if l1 != AUTO:
+        return float(l1)
+    if evaluate == "reference":
+        return None
+    default = f" (the default of {cfg.name})" if cfg.l1 is None else ""
+    raise ConfigError(
+        f'[problem] l1 = "auto"{default} needs every agent\'s data together, which '
+        f'run.evaluate = "{evaluate}" never gathers',
+        "set [problem] l1 to a number (a run with run.evaluate = \"reference\" on the same "
+        "data writes the value it resolved to summary.json as \"l1\"), or set "
+        "run.evaluate = \"reference\" for a simulation")
 
 
 def resolve_l2(cfg: ProblemConfig) -> float:

@@ -6,7 +6,10 @@ import numpy as np
 from mpi_privopt.errors import DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss, resolve_l2
 from mpi_privopt.problems.losses import Loss, make_loss
+from mpi_privopt.problems.metrics import (
+    LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric)
 from mpi_privopt.problems.regularizers import penalty_value
+from mpi_privopt.problems.sampling import MinibatchSampler
 
 __all__ = ["LocalProblem", "make_local_problem"]
 
@@ -31,6 +34,10 @@ class LocalProblem:
         Per-sample gradient clipping threshold c1; ``<= 0`` or None is off.
     huber_delta : float, optional
         Used only when ``loss`` is the string "huber".
+    rng : numpy.random.Generator, optional
+        The agent's sampling generator (:func:`~mpi_privopt.problems.sampling.sampling_rng`)
+        for the sampling oracle (:meth:`minibatch`, :meth:`stochastic_subgradient`);
+        without it the oracle is unavailable.
 
     Notes
     -----
@@ -49,6 +56,7 @@ class LocalProblem:
         n_agents: int,
         clip: float | None = 0.0,
         huber_delta: float = 1.0,
+        rng: np.random.Generator | None = None,
     ) -> None:
         X = np.ascontiguousarray(X, dtype=np.float64)
         y = np.ascontiguousarray(y, dtype=np.float64)
@@ -75,6 +83,7 @@ class LocalProblem:
         self._inv_samples = 1.0 / self.n_samples
         self._l1_share = self.l1 / self.n_agents
         self._l2_share = 2.0 * self.l2 / self.n_agents
+        self.sampler = MinibatchSampler(self.n_samples, rng) if rng is not None else None
 
     def __repr__(self) -> str:
         return (
@@ -102,32 +111,93 @@ class LocalProblem:
         """``min(1, c1 / ||g_j||)`` per sample for derivatives ``d`` (ones if clipping is off)."""
         if not self.clip:
             return np.ones_like(d)
+        return self._clip_factors(d, self.row_norms)
+
+    def _clip_factors(self, d: np.ndarray, row_norms: np.ndarray) -> np.ndarray:
         # ||g_j|| = |d_j| ||x_j||; c1 / max(||g_j||, c1) avoids dividing by a zero norm
-        return self.clip / np.maximum(np.abs(d) * self.row_norms, self.clip)
+        return self.clip / np.maximum(np.abs(d) * row_norms, self.clip)
 
     def loss_gradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
         """``(1/M_k) sum_j clip(g_j)``: the data term only.
 
         ``clipped=False`` gives the unclipped data (sub)gradient.
         """
-        d, scale = self.loss.scaled_derivative(self.X @ w, self.y)
+        return self._data_gradient(self.X, self.y, self.row_norms, self._inv_samples, w,
+                                   clipped)
+
+    def _data_gradient(self, X: np.ndarray, y: np.ndarray, row_norms: np.ndarray,
+                       inv_rows: float, w: np.ndarray, clipped: bool) -> np.ndarray:
+        # the one formula of the (clipped) mean data gradient, on all rows or a batch
+        d, scale = self.loss.scaled_derivative(X @ w, y)
         if clipped and self.clip:
             d = d * scale  # clipping needs the derivative itself
-            d *= self.clip_factors(d)
+            d *= self._clip_factors(d, row_norms)
             scale = 1.0
-        gradient = self.X.T @ d
-        gradient *= scale * self._inv_samples
+        gradient = X.T @ d
+        gradient *= scale * inv_rows
         return gradient
+
+    # -- sampling oracle ---------------------------------------------------------------
+
+    def minibatch(self, size: int) -> np.ndarray:
+        """Row indices of a fresh minibatch of ``size`` of this agent's own rows.
+
+        Drawn without replacement from the agent's sampling generator.
+        """
+        if self.sampler is None:
+            raise ValueError("this local problem was built without a sampling generator: "
+                             "pass rng= (the engine passes sampling_rng(seed, agent))")
+        return self.sampler.draw(size)
+
+    def batch_loss_gradient(self, w: np.ndarray, rows: np.ndarray, *,
+                            clipped: bool = True) -> np.ndarray:
+        """The data gradient of :meth:`loss_gradient` on the rows ``rows`` only."""
+        rows = np.asarray(rows)
+        return self._data_gradient(self.X[rows], self.y[rows], self.row_norms[rows],
+                                   1.0 / rows.size, w, clipped)
+
+    def stochastic_subgradient(self, w: np.ndarray, size: int, *,
+                               clipped: bool = True) -> np.ndarray:
+        """:meth:`subgradient` with the data term on a fresh minibatch of ``size`` rows."""
+        gradient = self.batch_loss_gradient(w, self.minibatch(size), clipped=clipped)
+        return self._add_penalty_subgradient(gradient, w)
 
     def subgradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
         """``loss_gradient(w) + (1/K) R'(w)``, sign(0) = 0 for the l1 part; R' is never clipped."""
-        gradient = self.loss_gradient(w, clipped=clipped)
+        return self._add_penalty_subgradient(self.loss_gradient(w, clipped=clipped), w)
+
+    def _add_penalty_subgradient(self, gradient: np.ndarray, w: np.ndarray) -> np.ndarray:
         # Added in place, with the 1/K shares folded once: this runs every iteration.
         if self._l2_share:
             gradient += self._l2_share * w
         if self._l1_share:
             gradient += self._l1_share * np.sign(w)
         return gradient
+
+    # -- metrics -----------------------------------------------------------------------
+
+    def evaluator(self, mode: str, reference=None) -> Evaluator | None:
+        """The metrics of this consensus problem in evaluation mode ``mode``.
+
+        ``reference``: error, objective gap and consensus gap to ``reference`` (a
+        :class:`~mpi_privopt.problems.reference.ReferenceSolution`). ``local``: objective
+        sum_k f_k(w_k), mean training loss, and mean training accuracy for classification.
+        ``none``: None (nothing is measured).
+        """
+        if mode == REFERENCE:
+            return ConsensusToReference(self.value, reference.w, reference.value)
+        if mode != LOCAL:
+            return None
+        metrics = [Metric("objective", "sum"), Metric("training_loss", "mean")]
+        if self.loss.task == "classification":
+            metrics.append(Metric("training_accuracy", "mean"))
+            return AgentMetrics(metrics, lambda w, _: (self.value(w), self.data_value(w),
+                                                       self.accuracy(w)))
+        return AgentMetrics(metrics, lambda w, _: (self.value(w), self.data_value(w)))
+
+    def accuracy(self, w: np.ndarray) -> float:
+        """Fraction of this agent's rows whose label has the sign of ``x^T w`` (classification)."""
+        return float(np.mean(np.where(self.X @ w >= 0, 1.0, -1.0) == self.y))
 
     # -- constants ---------------------------------------------------------------------
 
@@ -164,12 +234,14 @@ class LocalProblem:
 
 
 def make_local_problem(
-    cfg: ProblemConfig, X: np.ndarray, y: np.ndarray, n_agents: int, l1_value: float
+    cfg: ProblemConfig, X: np.ndarray, y: np.ndarray, n_agents: int, l1_value: float,
+    rng: np.random.Generator | None = None,
 ) -> LocalProblem:
     """Build agent k's :class:`LocalProblem` from the config and its data.
 
     ``l1_value`` is the numeric l1 from :func:`resolve_l1` (it may need global data);
-    l2, the loss (with its override and huber_delta) and clip come from ``cfg``.
+    l2, the loss (with its override and huber_delta) and clip come from ``cfg``; ``rng``
+    is the agent's sampling generator (optional).
     """
     return LocalProblem(
         X,
@@ -179,4 +251,5 @@ def make_local_problem(
         l2=resolve_l2(cfg),
         n_agents=n_agents,
         clip=cfg.clip,
+        rng=rng,
     )

@@ -8,17 +8,17 @@ engine and the monitor use for data problems (``n_features``, ``value``,
 from __future__ import annotations
 
 import numpy as np
-from mpi4py import MPI
 
 from ..errors import ConfigError
 from .config import ProblemConfig
 from .global_problem import sum_of_local_values
+from .metrics import LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric
 from .polynomial import Polynomial
 from .polynomial_presets import preset_polynomial
 from .reference import ReferenceSolution
 
 __all__ = ["PolynomialObjective", "PolynomialSum", "minimize_separable",
-           "build_polynomial_problems"]
+           "polynomial_objective", "polynomial_reference"]
 
 
 class PolynomialObjective:
@@ -40,6 +40,15 @@ class PolynomialObjective:
     def subgradient(self, w: np.ndarray, *, clipped: bool = True) -> np.ndarray:
         """``grad f_k(w)`` (smooth; ``clipped`` is accepted for interface compatibility)."""
         return self.polynomial.gradient(w)
+
+    def evaluator(self, mode: str, reference=None) -> Evaluator | None:
+        """``reference``: error, objective gap, consensus gap; ``local``: the objective
+        sum_k f_k(w_k); ``none``: None."""
+        if mode == REFERENCE:
+            return ConsensusToReference(self.value, reference.w, reference.value)
+        if mode == LOCAL:
+            return AgentMetrics([Metric("objective", "sum")], lambda w, _: (self.value(w),))
+        return None
 
     def __repr__(self) -> str:
         return f"PolynomialObjective({self.polynomial!r})"
@@ -118,29 +127,25 @@ def _minimize_univariate(coeffs: np.ndarray, d: int) -> float:
     return best
 
 
-def build_polynomial_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int):
-    """Each agent's polynomial, and on rank 0 their sum and its exact minimiser.
+def polynomial_objective(cfg: ProblemConfig, seed: int, agent: int) -> PolynomialObjective:
+    """Agent ``agent``'s own objective f_k, from the preset."""
+    return PolynomialObjective(preset_polynomial(cfg.preset, seed, agent, cfg.features))
 
-    Agent k builds only its own f_k; the monitor (rank 0 of the evaluation communicator)
-    collects the coefficient vectors once, outside the algorithm, as it collects data
-    shards for data problems.
 
-    Returns
-    -------
-    (local, global_problem, reference)
-        ``global_problem`` and ``reference`` are None except on rank 0.
+def polynomial_reference(own: PolynomialObjective,
+                         shares: list[tuple[np.ndarray, float]]) -> tuple[PolynomialSum,
+                                                                          ReferenceSolution]:
+    """The sum F of every agent's polynomial and its exact minimiser (reference mode only).
+
+    ``shares[k]`` is agent k's ``(coefficients, constant)`` on the monomial basis of
+    ``own`` (every agent of a preset shares the basis).
     """
-    rank = comm.Get_rank()
-    own = preset_polynomial(cfg.preset, seed, rank, cfg.features)
-    local = PolynomialObjective(own)
-    gathered = comm.gather((own.coefficients, own.constant), root=0)
-    if rank != 0:
-        return local, None, None
-    locals_ = [PolynomialObjective(Polynomial(own.exponents, coeffs, constant))
-               for coeffs, constant in gathered]
+    exponents = own.polynomial.exponents
+    locals_ = [PolynomialObjective(Polynomial(exponents, coeffs, constant))
+               for coeffs, constant in shares]
     total = PolynomialSum(locals_)
     w = minimize_separable(total.polynomial)
     gradient = total.polynomial.gradient(w)
     reference = ReferenceSolution(w, total.value(w), "exact (roots of the derivative)",
                                   True, float(np.max(np.abs(gradient), initial=0.0)))
-    return local, total, reference
+    return total, reference

@@ -43,7 +43,8 @@ def test_run_writes_a_complete_run_directory(tmp_path):
     models = np.load(out / "models.npz")
     assert models["W"].shape == (4, 8)
     metrics = (out / "metrics.csv").read_text().splitlines()
-    assert metrics[0] == "iteration,error,objective_gap,consensus_gap,elapsed_seconds"
+    assert metrics[0] == ("iteration,error,objective_gap,consensus_gap,elapsed_seconds,"
+                          "bytes_total,worst_link_epsilon")
     assert len(metrics) == 1 + 31
     # The summary table and the run directory are shown once, by rank 0.
     assert proc.stdout.count("run directory") == 1 and str(out) in proc.stdout

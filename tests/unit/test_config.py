@@ -66,6 +66,10 @@ def test_bare_string_override_without_quotes():
     (["topology.directed=true"], ["undirected"]),
     (["topology.kind=file"], ["topology.file"]),
     (["algorithm.schedule=fast"], ["schedule", "constant"]),
+    (["run.evaluate=remote"], ["run.evaluate", "reference", "local", "none"]),
+    # l1 = "auto" (elastic net's default) needs every agent's data together
+    (["problem.name=elastic-net", "run.evaluate=local"], ["auto", "local", "problem] l1"]),
+    (["problem.name=lasso", "problem.l1='auto'", "run.evaluate=none"], ["auto", "none"]),
 ])
 def test_bad_values_name_the_key_and_the_fix(overrides, words):
     with pytest.raises(ConfigError) as info:
@@ -137,3 +141,14 @@ def test_every_option_field_is_checked(name, key):
     params = cls.Params(**{key: "no-such-option"})
     with pytest.raises(ConfigError, match=f"algorithm.{key} = 'no-such-option' is unknown"):
         cls.validate(params)
+
+
+def test_evaluate_defaults_to_reference_and_accepts_the_deployment_modes():
+    assert load_config(None).run.evaluate == "reference"
+    for mode in ("reference", "local", "none"):
+        assert load_config(None, [f"run.evaluate={mode}"]).run.evaluate == mode
+    # an explicit l1 needs no one's data: fine in a deployment
+    cfg = load_config(None, ["problem.name=elastic-net", "problem.l1=0.01", "run.evaluate=none"])
+    assert cfg.problem.l1 == 0.01
+    # l1 = "auto" is resolved from the gathered data in a simulation
+    assert load_config(None, ["problem.name=elastic-net"]).run.evaluate == "reference"

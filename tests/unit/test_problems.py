@@ -590,3 +590,129 @@ def test_separable_unregularised_logistic_is_not_converged():
     gp = _global("logistic", K=2, M=5, P=4, noise=0.0, l2=0.0)
     ref = solve_reference(gp)
     assert np.all(gp.y * (gp.X @ ref.w) > 0) and not ref.converged
+
+
+# --------------------------------------------------------------------------- sampling oracle
+
+
+def _sampled(seed=4, agent=1, M=30, **kw):
+    from mpi_privopt.problems import sampling_rng
+    return _local(M=M, rng=sampling_rng(seed, agent), **kw)
+
+
+def test_minibatches_are_reproducible_per_seed_and_agent():
+    from mpi_privopt.problems import sampling_rng
+    a, b = _sampled(), _sampled()
+    batches_a = [a.minibatch(size) for size in (3, 7, 30, 1)]
+    batches_b = [b.minibatch(size) for size in (3, 7, 30, 1)]
+    for x, y in zip(batches_a, batches_b):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(batches_a[0], a.minibatch(3))  # successive batches differ
+    # another agent or another seed draws other rows
+    assert not np.array_equal(_sampled(agent=2).minibatch(10), _sampled().minibatch(10))
+    assert not np.array_equal(_sampled(seed=5).minibatch(10), _sampled().minibatch(10))
+    # the stream is the agent's own: it does not depend on the number of agents, nor
+    # on the agent's general stream SeedSequence(seed).spawn(K)[k]
+    general = np.random.default_rng(np.random.SeedSequence(4).spawn(3)[1]).random(4)
+    assert not np.array_equal(sampling_rng(4, 1).random(4), general)
+
+
+def test_minibatches_come_only_from_the_agents_own_rows():
+    lp = _sampled(M=30)
+    seen = set()
+    for _ in range(50):
+        rows = lp.minibatch(8)
+        assert rows.size == 8 and np.unique(rows).size == 8  # without replacement
+        assert rows.min() >= 0 and rows.max() < lp.n_samples
+        seen.update(rows.tolist())
+    assert seen == set(range(30))  # every own row can be drawn, none other exists
+    with pytest.raises(ValueError, match="1 <= size <= 30"):
+        lp.minibatch(31)
+    with pytest.raises(ValueError, match="sampling generator"):
+        _local().minibatch(3)
+
+
+@pytest.mark.parametrize("clip", [0.0, 0.5])
+def test_stochastic_subgradient_is_the_subgradient_on_the_batch(clip):
+    lp = _sampled(loss="huber", l1=0.3, l2=0.2, clip=clip)
+    w = np.random.default_rng(0).standard_normal(lp.n_features)
+    rows = lp.minibatch(9)
+    on_batch = LocalProblem(lp.X[rows], lp.y[rows], lp.loss, lp.l1, lp.l2, lp.n_agents, clip=clip)
+    np.testing.assert_allclose(lp.batch_loss_gradient(w, rows), on_batch.loss_gradient(w),
+                               rtol=1e-14, atol=0)
+    # the whole data set as a batch is the full gradient, bit for bit
+    np.testing.assert_array_equal(lp.batch_loss_gradient(w, np.arange(lp.n_samples)),
+                                  lp.loss_gradient(w))
+    # a fresh oracle with the same seed draws the same first batch
+    replay = _sampled(loss="huber", l1=0.3, l2=0.2, clip=clip)
+    np.testing.assert_allclose(replay.stochastic_subgradient(w, 9), on_batch.subgradient(w),
+                               rtol=1e-14, atol=1e-15)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_reference_metrics_are_the_consensus_distances():
+    from mpi_privopt.problems.metrics import ConsensusToReference
+    locals_ = [_local(K=3, seed=s, l2=0.5) for s in range(3)]
+    W = np.random.default_rng(7).standard_normal((3, locals_[0].n_features))
+    w_c, optimum = np.full(W.shape[1], 0.3), 1.25
+    evaluators = [lp.evaluator("reference", ReferenceStub(w_c, optimum)) for lp in locals_]
+    assert all(isinstance(e, ConsensusToReference) for e in evaluators)
+    w_bar = np.mean([e.aggregate_share(w) for e, w in zip(evaluators, W)], axis=0)
+    terms = np.array([e.terms(w, w_bar) for e, w in zip(evaluators, W)])
+    values = evaluators[0].combine(terms)
+    assert values["error"] == pytest.approx(np.sum((W - w_c) ** 2) / (w_c @ w_c), rel=1e-14)
+    assert values["objective_gap"] == sum(lp.value(w) for lp, w in zip(locals_, W)) - optimum
+    assert values["consensus_gap"] == pytest.approx(
+        np.mean(np.sum((W - W.mean(axis=0)) ** 2, axis=1)), rel=1e-14)
+
+
+class ReferenceStub:
+    def __init__(self, w, value):
+        self.w, self.value = w, value
+
+
+@pytest.mark.parametrize("loss,columns", [
+    ("squared", ("objective", "training_loss")),
+    ("logistic", ("objective", "training_loss", "training_accuracy")),
+])
+def test_local_metrics_are_reductions_of_each_agents_scalars(loss, columns):
+    locals_ = [_local(loss, K=2, seed=s, l2=0.1) for s in range(2)]
+    evaluators = [lp.evaluator("local") for lp in locals_]
+    assert evaluators[0].columns == columns and evaluators[0].aggregate_size == 0
+    W = np.random.default_rng(3).standard_normal((2, locals_[0].n_features))
+    values = evaluators[0].combine(np.array([e.terms(w, None) for e, w in zip(evaluators, W)]))
+    assert values["objective"] == locals_[0].value(W[0]) + locals_[1].value(W[1])
+    assert values["training_loss"] == pytest.approx(
+        np.mean([lp.data_value(w) for lp, w in zip(locals_, W)]), rel=1e-15)
+    if "training_accuracy" in columns:
+        correct = [np.mean(np.sign(lp.X @ w) == lp.y) for lp, w in zip(locals_, W)]
+        assert values["training_accuracy"] == pytest.approx(np.mean(correct))
+    assert locals_[0].evaluator("none") is None
+
+
+def test_an_aggregate_is_averaged_before_the_per_agent_terms():
+    from mpi_privopt.problems.metrics import AgentMetrics, Metric
+    # F(x) = sum_i ||x_i - g||^2 with g = mean_i x_i: an aggregative cost
+    metrics = AgentMetrics([Metric("cost", "sum")], lambda x, g: (float(np.sum((x - g) ** 2)),),
+                           aggregate=lambda x: x, aggregate_size=2)
+    X = np.array([[1.0, 0.0], [3.0, 2.0]])
+    g = np.mean([metrics.aggregate_share(x) for x in X], axis=0)
+    assert metrics.combine(np.array([metrics.terms(x, g) for x in X])) == {"cost": 4.0}
+    with pytest.raises(ValueError, match="aggregate"):
+        AgentMetrics([Metric("cost", "sum")], lambda x, g: (0.0,), aggregate_size=2)
+    with pytest.raises(ValueError, match="reductions"):
+        AgentMetrics([Metric("cost", "median")], lambda x, g: (0.0,))
+
+
+def test_auto_l1_is_refused_where_no_data_may_be_gathered():
+    from mpi_privopt.problems.config import local_l1
+    cfg = ProblemConfig(name="elastic-net")
+    assert local_l1(cfg, "reference") is None  # resolved from the gathered data
+    for mode in ("local", "none"):
+        with pytest.raises(ConfigError, match="auto"):
+            local_l1(cfg, mode)
+    assert local_l1(ProblemConfig(name="elastic-net", l1=0.02), "none") == 0.02
+    assert local_l1(ProblemConfig(name="ridge"), "local") == 0.0
+    assert local_l1(ProblemConfig(name="polynomial", features=2), "none") is None

@@ -1,0 +1,96 @@
+"""Building a run's problems on every rank: each agent's f_k, and in simulation a reference.
+
+An agent loads only its own data. What else travels depends on ``run.evaluate``:
+
+``reference`` (simulation)
+    Rank 0 of the evaluation communicator gathers every agent's data (or polynomial)
+    once, resolves ``l1 = "auto"``, solves for the centralised optimum w_c and broadcasts
+    the resolved l1 and the reference to every agent, whose evaluator measures against it.
+``local`` / ``none`` (deployment)
+    Nothing is gathered or broadcast; ``l1 = "auto"`` is refused by the configuration
+    (:func:`~mpi_privopt.problems.config.local_l1`).
+
+Only here and in the monitor do problems meet MPI: nothing under ``problems/`` imports it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from .collective import agree
+from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
+from .problems.config import ProblemConfig, local_l1, resolve_l1
+from .problems.metrics import REFERENCE, Evaluator
+from .problems.polynomial_presets import POLYNOMIAL
+from .problems.polynomial_problem import polynomial_objective, polynomial_reference
+from .problems.reference import solve_reference
+from .problems.sampling import sampling_rng
+
+
+@dataclass
+class ProblemSetup:
+    """What :func:`build_problems` gives each rank.
+
+    Attributes
+    ----------
+    local : LocalProblem or PolynomialObjective
+        This agent's objective f_k (with its sampling oracle).
+    evaluator : Evaluator or None
+        The problem's metrics in this evaluation mode (None in ``none`` mode).
+    reference : ReferenceSolution or None
+        The centralised optimum, on every rank, in ``reference`` mode only.
+    l1 : float or None
+        The l1 coefficient used (None for the polynomial problem).
+    """
+
+    local: object
+    evaluator: Evaluator | None
+    reference: ReferenceSolution | None = None
+    l1: float | None = None
+
+
+def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
+                   evaluate: str = REFERENCE) -> ProblemSetup:
+    """Build the run's problems collectively on ``comm`` (the evaluation communicator).
+
+    A bad data file on any rank stops every rank with that rank's message.
+    """
+    rank = comm.Get_rank()
+    if cfg.name == POLYNOMIAL:
+        local = agree(comm, lambda: polynomial_objective(cfg, seed, rank))
+        reference = None
+        if evaluate == REFERENCE:
+            shares = comm.gather((local.polynomial.coefficients, local.polynomial.constant),
+                                 root=0)
+            reference = agree(comm, lambda: polynomial_reference(local, shares)[1]
+                              if rank == 0 else None)
+            reference = comm.bcast(reference, root=0)
+        return ProblemSetup(local, local.evaluator(evaluate, reference), reference)
+    n_agents = comm.Get_size()
+    X, y = agree(comm, lambda: load_agent_data(cfg, rank, n_agents, seed))
+    l1 = local_l1(cfg, evaluate)  # the same on every rank: no agreement needed
+    reference = None
+    if evaluate == REFERENCE:
+        l1, reference = _gathered_reference(cfg, comm, X, y)
+    local = make_local_problem(cfg, X, y, n_agents, l1, rng=sampling_rng(seed, rank))
+    return ProblemSetup(local, local.evaluator(evaluate, reference), reference, l1)
+
+
+def _gathered_reference(cfg: ProblemConfig, comm: MPI.Intracomm, X: np.ndarray,
+                        y: np.ndarray) -> tuple[float, ReferenceSolution]:
+    """Simulation only: every shard to rank 0, l1 resolved there, w_c solved, both broadcast."""
+    n_agents = comm.Get_size()
+    shards = comm.gather((X, y), root=0)
+
+    def solve() -> tuple[float, ReferenceSolution] | None:
+        if shards is None:
+            return None
+        l1 = resolve_l1(cfg, np.vstack([s[0] for s in shards]),
+                        np.concatenate([s[1] for s in shards]))
+        global_problem = GlobalProblem(
+            [make_local_problem(cfg, Xk, yk, n_agents, l1) for Xk, yk in shards])
+        return l1, solve_reference(global_problem)
+
+    return comm.bcast(agree(comm, solve), root=0)

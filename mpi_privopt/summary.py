@@ -1,0 +1,143 @@
+"""The run summary: one schema, written as ``summary.json`` and read back by results/report.
+
+:class:`RunSummary` holds the headline numbers of one run. Its fields are the keys of
+``summary.json`` (``algorithm_report`` and ``privacy_note`` only when present), so readers
+that load the JSON as a dict keep working; ``summary["key"]`` also works on the object.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: the summary keys written only when they have a value
+OPTIONAL = ("algorithm_report", "privacy_note")
+
+
+@dataclass
+class RunSummary:
+    """The headline numbers of one run (``summary.json``).
+
+    The ``final_*`` consensus metrics exist in ``evaluate = "reference"`` mode (None
+    otherwise); ``final_metrics`` holds every metric column of the last row in any mode
+    (empty in ``none`` mode, which measures nothing). Reference fields are None outside
+    reference mode; ``evaluation_note`` says what the monitor gathered or reduced.
+    """
+
+    algorithm: str
+    problem: str
+    topology: str
+    ranks: int
+    edges: int
+    iterations: int
+    seed: int
+    final_error: float | None
+    final_objective_gap: float | None
+    final_consensus_gap: float | None
+    bytes_total: int
+    bytes_busiest_link: int
+    busiest_link: list[int]
+    messages_total: int
+    wall_seconds: float
+    algorithm_seconds: float
+    eval_seconds: float
+    comm_seconds: float
+    comm_seconds_max: float
+    private: bool
+    worst_link_epsilon: float
+    worst_link: list[int] | None
+    worst_link_conversion: str | None
+    privacy_delta: float
+    noise: str
+    reference_method: str | None
+    optimum_value: float | None
+    graph_hash: str
+    run_dir: str
+    evaluate: str = "reference"
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    evaluation_note: str = ""
+    l1: float | None = None
+    algorithm_report: dict[str, Any] | None = None
+    privacy_note: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        """The value of summary.json key ``key`` (KeyError if the run has none)."""
+        if key not in _FIELDS or (key in OPTIONAL and getattr(self, key) is None):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary.json mapping."""
+        data = dataclasses.asdict(self)
+        for key in OPTIONAL:
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSummary":
+        """Read a summary.json mapping; keys this version does not know are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> "RunSummary":
+        """The summary of the run in ``run_dir``."""
+        return cls.from_dict(json.loads((Path(run_dir) / "summary.json").read_text()))
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(RunSummary))
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _privacy_line(s: RunSummary) -> str:
+    eps = s.worst_link_epsilon
+    if math.isinf(eps):
+        return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
+    where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
+    return (f"worst link epsilon = {eps:.4g}{where} at delta {s.privacy_delta:g} "
+            f"({s.worst_link_conversion} conversion, {s.noise} noise)")
+
+
+def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
+    if s.final_error is not None:
+        return [("final error", f"{s.final_error:.3e}   (sum_k ||w_k - w_c||^2 / ||w_c||^2)"),
+                ("objective gap", f"{s.final_objective_gap:.3e}"),
+                ("consensus gap", f"{s.final_consensus_gap:.3e}")]
+    if s.final_metrics:
+        return [(name.replace("_", " "), f"{value:.6g}") for name, value in
+                s.final_metrics.items()]
+    return [("metrics", 'none (run.evaluate = "none": nothing measured during the run)')]
+
+
+def format_summary(s: RunSummary) -> str:
+    """The end-of-run table rank 0 prints."""
+    i, j = s.busiest_link
+    rows = [
+        ("algorithm", f"{s.algorithm} on {s.problem} ({s.ranks} agents, "
+                      f"{s.topology}, {s.edges} edges)"),
+        *_metric_rows(s),
+        ("iterations", f"{s.iterations}"),
+        ("wall time", f"{s.wall_seconds:.3f} s  (evaluation {s.eval_seconds:.3f} s)"),
+        ("time in communication", f"{s.comm_seconds:.3f} s per agent on average "
+                                  f"(max {s.comm_seconds_max:.3f} s)"),
+        ("bytes sent", f"{_human_bytes(s.bytes_total)} in total, "
+                       f"{_human_bytes(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
+        ("privacy", _privacy_line(s)),
+        *((str(k), str(v)) for k, v in (s.algorithm_report or {}).items()),
+        ("run directory", s.run_dir),
+    ]
+    width = max(len(k) for k, _ in rows)
+    line = "-" * (width + 60)
+    return "\n".join([line] + [f"{k:<{width}}  {v}" for k, v in rows] + [line] +
+                     [f"per-link matrices: python -m mpi_privopt report {s.run_dir}"])

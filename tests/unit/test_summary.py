@@ -1,0 +1,57 @@
+"""The run summary schema: summary.json written and read back as one dataclass."""
+import json
+import math
+
+import pytest
+
+from mpi_privopt.summary import RunSummary, format_summary
+
+
+def _summary(**changes):
+    fields = dict(
+        algorithm="zcdp-nfl", problem="ridge", topology="ring", ranks=4, edges=4,
+        iterations=10, seed=0, final_error=0.5, final_objective_gap=0.25,
+        final_consensus_gap=0.125, bytes_total=1280, bytes_busiest_link=320,
+        busiest_link=[0, 1], messages_total=40, wall_seconds=1.0, algorithm_seconds=0.75,
+        eval_seconds=0.25, comm_seconds=0.1, comm_seconds_max=0.2, private=True,
+        worst_link_epsilon=2.5, worst_link=[0, 1], worst_link_conversion="exact",
+        privacy_delta=1e-5, noise="fast", reference_method="closed-form", optimum_value=1.5,
+        graph_hash="abc", run_dir="runs/x", final_metrics={"error": 0.5})
+    fields.update(changes)
+    return RunSummary(**fields)
+
+
+def test_summary_round_trips_through_json_with_the_documented_keys(tmp_path):
+    s = _summary(algorithm_report={"phi": 0.1})
+    (tmp_path / "summary.json").write_text(json.dumps(s.to_dict()))
+    back = RunSummary.read(tmp_path)
+    assert back == s
+    data = s.to_dict()
+    for key in ("algorithm", "final_error", "bytes_total", "worst_link_epsilon", "evaluate",
+                "final_metrics", "evaluation_note", "algorithm_report"):
+        assert key in data
+    assert "privacy_note" not in data  # optional keys only when they have a value
+    assert s["final_error"] == 0.5 and s["algorithm_report"] == {"phi": 0.1}
+    with pytest.raises(KeyError):
+        s["privacy_note"]
+
+
+def test_older_and_newer_summaries_are_read():
+    data = _summary().to_dict()
+    for key in ("evaluate", "final_metrics", "evaluation_note", "l1"):
+        del data[key]  # a summary written before run.evaluate existed
+    data["written_by_a_later_version"] = 1
+    s = RunSummary.from_dict(data)
+    assert s.evaluate == "reference" and s.final_metrics == {}
+
+
+def test_the_printed_table_follows_the_evaluation_mode():
+    assert "final error" in format_summary(_summary())
+    local = format_summary(_summary(evaluate="local", final_error=None, final_objective_gap=None,
+                                    final_consensus_gap=None,
+                                    final_metrics={"objective": 3.0, "training_loss": 0.5}))
+    assert "objective" in local and "training loss" in local and "final error" not in local
+    none = format_summary(_summary(evaluate="none", final_error=None, final_objective_gap=None,
+                                   final_consensus_gap=None, final_metrics={},
+                                   worst_link_epsilon=math.inf))
+    assert "nothing measured" in none and "inf" in none
