@@ -96,6 +96,7 @@ def cmd_epsilon(args) -> int:
     print(f"{len(events)} {args.mechanism} release(s), delta = {args.delta:g}, "
           f"total zCDP rho = {result['rho']:.6g}")
     rows = [("pure", "pure epsilon (sum of D/b)"),
+            ("pld", "privacy loss distributions (dp-accounting; Laplace releases)"),
             ("exact", "exact Gaussian composition (Gaussian DP)"),
             ("tight", "zCDP, tight conversion (Canonne-Kamath-Steinke)"),
             ("standard", "zCDP, standard conversion (Bun-Steinke)"),

@@ -129,7 +129,7 @@ def test_wrapped_buffers_follow_the_outgoing_one_without_new_releases(net):
     made = set()
     for n in range(5):
         release = channel.outgoing_release
-        assert release.payload is channel.outgoing and release.note == "clear"
+        assert release.payload is channel.outgoing and release.event.note == "clear"
         made.add(id(release))
         channel.mix(release, 1.0, np.zeros(0))
     assert len(made) == 2                                       # one release per buffer

@@ -40,14 +40,7 @@ MPI_MODULES = ("mpi4py", "mpi_privopt.collective")
 
 #: today's violations in modules other helpers are moving out of problems/ (issue 11, part 3);
 #: the marks go when those moves are merged (strict: a mark left on a clean module fails)
-KNOWN_VIOLATIONS = {
-    "mpi_privopt.problems.setup":
-        "problems/setup.py imports mpi4py and mpi_privopt.collective (being moved out of "
-        "problems/ in part 3 of issue 11)",
-    "mpi_privopt.problems.polynomial_problem":
-        "problems/polynomial_problem.py imports mpi4py (being moved out of problems/ in part 3 "
-        "of issue 11)",
-}
+KNOWN_VIOLATIONS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -134,7 +127,7 @@ MODULES = package_modules()
 def _params():
     for name in MODULES:
         marks = []
-        if name in KNOWN_VIOLATIONS:
+        if name in KNOWN_VIOLATIONS:  # a violation being removed: name the file and why
             marks.append(pytest.mark.xfail(reason=KNOWN_VIOLATIONS[name], strict=True))
         yield pytest.param(name, marks=marks, id=name)
 
