@@ -43,7 +43,7 @@ def in_process(capsys, *args) -> subprocess.CompletedProcess:
 
 
 @needs_mpiexec
-def test_run_writes_a_complete_run_directory(tmp_path):
+def test_run_writes_a_complete_run_directory(tmp_path, capsys):
     out = tmp_path / "run"
     proc = mpirun(4, "run", "admm-ridge", "--set", "run.iterations=30", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -64,7 +64,7 @@ def test_run_writes_a_complete_run_directory(tmp_path):
     # The summary table and the run directory are shown once, by rank 0.
     assert proc.stdout.count("run directory") == 1 and str(out) in proc.stdout
     # The report shows the curve beside both per-link matrices.
-    report = single("report", str(out))
+    report = in_process(capsys, "report", str(out))
     assert report.returncode == 0, report.stderr
     for words in ("accuracy curve", "bytes per link", "privacy loss per link", "inf"):
         assert words in report.stdout
@@ -102,12 +102,12 @@ def test_existing_run_directory_is_never_overwritten(tmp_path):
     assert (out / "keep.txt").read_text() == "precious"
 
 
-def test_list_and_check():
-    proc = single("list")
+def test_list_and_check(capsys):
+    proc = single("list")  # `python -m mpi_privopt` as a user starts it
     assert proc.returncode == 0
     for word in ("admm", "dgd", "erdos-renyi", "ridge", "lad", "default"):
         assert word in proc.stdout
-    proc = single("check", "default", "--ranks", "8")
+    proc = in_process(capsys, "check", "default", "--ranks", "8")
     assert proc.returncode == 0, proc.stderr
     assert "OK for 8 ranks" in proc.stdout
 
