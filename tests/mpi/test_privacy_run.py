@@ -72,7 +72,8 @@ def run_case(comm, shared_dir, name, overrides):
 
 
 @pytest.mark.mpi(min_size=3)
-def test_privacy_json_equals_the_hand_computed_composition(comm, shared_dir, ledger_probe):
+def test_privacy_json_equals_the_hand_computed_composition(comm, shared_dir,
+                                                         ledger_probe):
     T, delta = 9, 1e-6
     cfg, _, report = run_case(comm, shared_dir, "probe",
                               [f"algorithm.name={ledger_probe}", f"run.iterations={T}",
