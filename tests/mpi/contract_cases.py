@@ -8,31 +8,34 @@ an Erdos-Renyi graph of mean degree 3, seed 0), so the reference optimum is the 
 minimiser of a strongly convex sum and every method that converges must reach it. The final
 error is the run's ``sum_k ||w_k - w_c||^2 / ||w_c||^2``; it starts at K (every w_k = 0).
 
-Tolerances (measured on 2, 3, 5 and 8 ranks, the CI rank counts, before they were set):
+Tolerances (final errors measured on 2, 3, 5 and 8 ranks, the CI rank counts, with these
+very cases; the largest is quoted):
 
 ============== ===== ========== ======================================================
 algorithm       T    tolerance  why
 ============== ===== ========== ======================================================
 admm            60   1e-8       exact linearised ADMM, linear convergence with a
-                                constant step: measured <= 1.3e-13 (8 ranks)
+                                constant step: measured <= 4.9e-12 (2 ranks)
 p-admm          60   1e-8       exact-minimisation ADMM (noiseless), linear
                                 convergence: measured <= 4.9e-15
 zcdp-nfl        60   1e-8       noiseless = linearised ADMM with eta/sqrt(n): still
-                                linear here, measured <= 8.4e-12
-eps-delta-nfl   60   1e-8       noiseless = the same updates as zcdp-nfl (8.4e-12)
-dgd             60   5e-4       DGD with alpha_n = 0.5/n (diminishing, non-summable):
+                                linear here, measured <= 8.3e-12
+eps-delta-nfl   60   1e-8       noiseless = the same updates as zcdp-nfl (8.3e-12)
+dgd             60   2e-4       DGD with alpha_n = 0.5/n (diminishing, non-summable):
                                 converges, but sublinearly; measured <= 6.5e-5
-zcdp-grad-nfl   60   5e-4       noiseless = DGD at the own iterate, 0.5/n: 6.5e-5
-rss-nb          60   5e-4       Delta = 0 = Gade & Vaidya's DGD (fused point), 0.5/n:
+zcdp-grad-nfl   60   2e-4       noiseless = DGD at the own iterate, 0.5/n: 6.5e-5
+rss-nb          60   2e-4       Delta = 0 = Gade & Vaidya's DGD (fused point), 0.5/n:
                                 measured <= 5.5e-5
-rss-lb          60   5e-4       Delta = 0: the same DGD as rss-nb (5.5e-5)
-fs              60   5e-4       sigma = 0 (zero shares): the same DGD (5.5e-5)
+rss-lb          60   2e-4       Delta = 0: the same DGD as rss-nb (5.5e-5)
+fs              60   2e-4       sigma = 0 (zero shares): the same DGD (5.5e-5)
 ============== ===== ========== ======================================================
 
-The ADMM bound leaves three decades over the slowest measured rank count; the DGD bound
-about 8x, and it is below the plateau a constant step of the same size stops on (7.7e-4
-on 8 ranks), so a method that stops decaying its step, mixing, or cancelling its
-perturbations fails it.
+The ADMM bound leaves three decades over the slowest measured rank count. The DGD bound
+leaves 3x, and discriminates: the same methods with the step decaying only as
+0.5/sqrt(n) stand at 4.1e-4 to 1.1e-3 after 60 iterations on these rank counts, and a
+constant step of 0.5 diverges, so a method that loses its step schedule, its mixing, or
+the cancellation of its perturbations fails it. Runs are deterministic (fixed seeds), so
+the margins are not for noise but for a rank count outside CI's.
 
 Each case also has a noisy configuration (the method as it is meant to run: a finite
 budget for the DP methods, Delta > 0 or sigma > 0 for the structured randomizations; the
@@ -57,7 +60,7 @@ PRIVATE = ["privacy.epsilon=10", "problem.clip=5"]
 #: diminishing steps for the DGD-type methods (see the table above)
 DGD_STEPS = ["algorithm.step=0.5", "algorithm.schedule=inverse"]
 ADMM_TOLERANCE = 1e-8
-DGD_TOLERANCE = 5e-4
+DGD_TOLERANCE = 2e-4
 
 
 def per_iteration(messages: int) -> Callable[[int, int], tuple[int, int]]:
