@@ -166,8 +166,8 @@ def _config_and_rest(args):
     return config, [a for a in args if not a.endswith(".toml")]
 
 
-def _assert_one_clear_message(code, stderr, words):
-    assert code == 2, stderr
+def _assert_one_clear_message(code, stderr, words, status=2):
+    assert (code == status) if status is not None else (code != 0), (code, stderr)
     for word in words:
         assert word in stderr, stderr
     assert "how to fix" in stderr
@@ -191,7 +191,11 @@ def test_bad_input_fails_clearly_on_every_rank(tmp_path, case):
     args, words = _bad_cases(tmp_path)[case]
     config, rest = _config_and_rest(args)
     proc = mpirun(4, "run", *config, *rest, "--out", str(tmp_path / "out"))
-    _assert_one_clear_message(proc.returncode, proc.stderr, words)
+    # Every rank exits with 2, but the launcher's status is 2 or 9: once one rank has
+    # exited, hydra may kill the others (SIGKILL) before they exit themselves (measured:
+    # 3 of 9 such jobs gave 9). So only "non-zero" is asserted here; the status 2 of the
+    # command line itself is asserted in one process above.
+    _assert_one_clear_message(proc.returncode, proc.stderr, words, status=None)
     assert not (tmp_path / "out").exists()
 
 
