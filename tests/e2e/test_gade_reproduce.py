@@ -12,7 +12,13 @@ import sys
 import pytest
 
 MPIEXEC = shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH"), pytest.mark.slow]
+# The reproduction draws its figures with matplotlib and takes its Figure 2 data from
+# scikit-learn: the 'reproduce' extra (the 'test' extra, which CI installs, includes both).
+pytest.importorskip("matplotlib", reason="reproduce gade2017 needs matplotlib "
+                    "(pip install 'mpi_privopt[reproduce]')")
+pytest.importorskip("sklearn", reason="reproduce gade2017 needs scikit-learn "
+                    "(pip install 'mpi_privopt[reproduce]')")
 
 
 def test_quick_reproduction_writes_figures_tables_and_sound_numbers(tmp_path):

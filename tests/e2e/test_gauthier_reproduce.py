@@ -8,7 +8,11 @@ import sys
 import pytest
 
 MPIEXEC = shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH"), pytest.mark.slow]
+# The reproduction draws its figures with matplotlib: the 'plot' or 'reproduce' extra (the
+# 'test' extra, which CI installs, includes it).
+pytest.importorskip("matplotlib", reason="reproduce gauthier2024 needs matplotlib "
+                    "(pip install 'mpi_privopt[plot]')")
 
 FIGURES = ("tuning", "fig1_elastic_net_learning", "fig1_elastic_net_tradeoff",
            "fig2_lad_learning", "fig2_lad_tradeoff", "fig3_ridge_learning",

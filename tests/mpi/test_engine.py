@@ -1,4 +1,6 @@
-"""Whole runs under mpiexec: convergence, reproducibility, traffic, and the matrix form.
+"""Whole runs under mpiexec: convergence, reproducibility, and the matrix form.
+
+(Traffic against the analytic count, for every algorithm: test_contract.py.)
 
 The matrix-form check recomputes the linearised ADMM iterates of paper eq. (16) in one
 process, with its own gradient code, from the data every agent holds.
@@ -26,7 +28,7 @@ def run_quiet(comm, shared_dir, name, overrides):
 def test_admm_reaches_the_optimum_on_ridge(comm, shared_dir, kind):
     _, result = run_quiet(comm, shared_dir, f"admm-{kind}",
                           ["problem.name=ridge", f"topology.kind={kind}", "run.iterations=400",
-                           "run.eval_every=10"])
+                           "run.eval_every=400"])
     assert result.summary["final_error"] < 1e-6
     errors = [m.error for m in result.metrics]
     assert errors[0] == pytest.approx(comm.size)  # every w_k = 0 at the start
@@ -41,19 +43,6 @@ def test_same_seed_same_numbers(comm, shared_dir):
     assert [m.error for m in first.metrics] == [m.error for m in second.metrics]
     _, other = run_quiet(comm, shared_dir, "c", overrides[:-1] + ["run.seed=8"])
     assert not np.array_equal(first.models, other.models)
-
-
-@pytest.mark.mpi(min_size=2)
-def test_traffic_matrix_equals_the_analytic_count(comm, shared_dir):
-    cfg, result = run_quiet(comm, shared_dir, "traffic",
-                            ["run.iterations=23", "problem.features=5", "topology.kind=erdos-renyi"])
-    graph = topology.build_graph("erdos-renyi", comm.size, seed=cfg.run.seed,
-                                 params={"degree": cfg.topology.degree})
-    adjacency = (topology.adjacency(graph) != 0).astype(np.int64)
-    expected = adjacency * 5 * 8 * 23
-    np.testing.assert_array_equal(np.array(result.traffic["total"]["bytes"]), expected)
-    assert result.summary["bytes_total"] == expected.sum()
-    assert result.summary["bytes_busiest_link"] == 5 * 8 * 23
 
 
 def _ridge_gradient(X, y, w, l2, K):
@@ -145,8 +134,9 @@ def test_dgd_iterates_equal_the_matrix_form(comm, shared_dir, gradient_at, box):
 
 @pytest.mark.mpi(min_size=3)
 def test_dgd_behaves_as_its_theory_says(comm, shared_dir):
+    # Evaluated every 100 iterations: every error read below, for a tenth of the gathers.
     base = ["algorithm.name=dgd", "problem.name=ridge", "topology.kind=erdos-renyi",
-            "run.eval_every=10"]
+            "run.eval_every=100"]
     # Constant steps: a plateau whose squared distance shrinks like alpha^2.
     _, big = run_quiet(comm, shared_dir, "dgd-big",
                        base + ["algorithm.step=0.1", "algorithm.schedule=constant",
@@ -154,9 +144,11 @@ def test_dgd_behaves_as_its_theory_says(comm, shared_dir):
     _, small = run_quiet(comm, shared_dir, "dgd-small",
                          base + ["algorithm.step=0.05", "algorithm.schedule=constant",
                                  "run.iterations=3000"])
-    # Both have settled on their plateau (a fixed point, not the optimum)...
+    # Both have settled on their plateau (a fixed point, not the optimum): the error 100
+    # iterations before the end is the same...
     for result in (big, small):
-        last, before = result.metrics[-1].error, result.metrics[-11].error
+        last, before = result.metrics[-1].error, result.metrics[-2].error
+        assert result.metrics[-1].iteration - result.metrics[-2].iteration == 100
         assert last == pytest.approx(before, rel=1e-8) and last > 1e-6
     # ...whose distance to the optimum is O(alpha): halving the step cuts the squared
     # error by a factor that tends to 4 as alpha -> 0 (measured: 3.2 on 3 agents, 2.4 on 8

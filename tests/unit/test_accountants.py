@@ -778,7 +778,8 @@ class TestClassicalBaseline:
 # =============================================================================================
 @pytest.fixture(scope="module")
 def dpa():
-    return pytest.importorskip("dp_accounting")
+    return pytest.importorskip("dp_accounting", reason="the cross-check needs dp-accounting "
+                               "(the 'test' extra)")
 
 
 class TestDpAccountingCrossCheck:

@@ -37,6 +37,9 @@ from mpi_privopt.privacy.noise import (
     link_noise,
 )
 
+#: why the secure-noise tests skip without the 'secure' extra (CI installs it)
+NEEDS_OPENDP = "secure noise needs OpenDP (pip install 'mpi_privopt[secure]')"
+
 Z = 5.0  # standard errors allowed
 KS_P = 1e-3
 SIGMA = 1.7  # Gaussian standard deviation under test
@@ -94,7 +97,7 @@ def test_fast_law(law):
 # ---- secure mode: the laws ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def secure():
-    pytest.importorskip("opendp")
+    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
     return SecureNoise()
 
 
@@ -140,7 +143,7 @@ def test_secure_shapes_chunks_and_zero_scale(secure, monkeypatch):
 
 
 def test_secure_is_not_reproducible():
-    pytest.importorskip("opendp")
+    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
     a = agent_noise("secure", 1, 0).gaussian(1.0, 100)
     b = agent_noise("secure", 1, 0).gaussian(1.0, 100)
     assert not np.array_equal(a, b)
@@ -301,7 +304,7 @@ def test_mode_names_are_reported():
     f = agent_noise("fast", 0, 0)
     assert f.mode == "fast" and f.describe()["mode"] == "fast"
     assert link_noise("fast", 0, 0, 1).mode == "fast"
-    pytest.importorskip("opendp")
+    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
     s = agent_noise("secure", 0, 0)
     assert s.mode == "secure" and s.describe()["mode"] == "secure"
     assert s.describe()["floating_point_safe"] is True

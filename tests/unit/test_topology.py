@@ -1,8 +1,6 @@
 """Unit tests for mpi_privopt.topology: builders, validation, weights, matrices, edge lists."""
 from __future__ import annotations
 
-import time
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -88,13 +86,11 @@ def test_builders_do_not_touch_global_random_state():
     assert a == b
 
 
-def test_erdos_renyi_sparse_has_exact_edge_count_connected_and_fast():
-    start = time.perf_counter()
+def test_erdos_renyi_sparse_has_exact_edge_count_and_is_connected():
+    # How fast it is built is measured by tests/bench/graph_build.py, not asserted here.
     G = build_graph("erdos-renyi", 50, seed=0, params={"degree": 3.0})
-    elapsed = time.perf_counter() - start
     assert G.number_of_edges() == 75
     assert nx.is_connected(G)
-    assert elapsed < 0.5
     for seed in range(1, 6):
         G = build_graph("erdos-renyi", 50, seed=seed, params={"degree": 3.0})
         assert G.number_of_edges() == 75 and nx.is_connected(G)
