@@ -36,7 +36,7 @@ def test_admm_reaches_the_optimum_on_ridge(comm, shared_dir, kind):
 
 @pytest.mark.mpi(min_size=2)
 def test_same_seed_same_numbers(comm, shared_dir):
-    overrides = ["problem.name=elastic-net", "run.iterations=60", "run.seed=7"]
+    overrides = ["problem.name=elastic-net", "run.iterations=20", "run.seed=7"]
     _, first = run_quiet(comm, shared_dir, "a", overrides)
     _, second = run_quiet(comm, shared_dir, "b", overrides)
     np.testing.assert_array_equal(first.models, second.models)

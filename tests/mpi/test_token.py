@@ -222,7 +222,7 @@ def test_phases_that_share_a_tag_or_a_chain_out_of_range_are_refused(comm):
 
 @pytest.mark.mpi(min_size=3)
 def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
-    """Waiting ~1 s for the token costs far less CPU than wall time (MPICH's Recv spins)."""
+    """Waiting ~1 s for the token costs far less CPU than wall time (MPICH's Recv polls)."""
     graph, net = make_network(comm, "ring")
     channel = TokenChannel(net, walks.ring(graph, comm.size), WIDTH, phase="cpu")
 
@@ -243,29 +243,13 @@ def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
             channel.pass_on(Release.public(np.ones(WIDTH)), comm.rank)
     channel.complete()
 
-    # the contrast: the same wait in MPICH's blocking Recv
-    comm.Barrier()
-    nxt, prev = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
-    buffer = np.ones(WIDTH)
-    if comm.rank == 0:
-        time.sleep(1.0)
-        net.send(nxt, Release.public(buffer), "spin")
-        blocking = (0.0, 1.0)
-    else:
-        blocking = waited(lambda: net.recv(prev, buffer, "spin"))
-        if comm.rank < comm.size - 1:
-            net.send(nxt, Release.public(buffer), "spin")
-
-    results = comm.gather((sleeping, blocking))
+    results = comm.gather(sleeping)
     net.free()
     if comm.rank == 0:
         waiting = results[1:]
-        sleep_share = [cpu / wall for (cpu, wall), _ in waiting]
-        block_share = [cpu / wall for _, (cpu, wall) in waiting]
-        print(f"\nCPU / wall while waiting ~1 s, ranks 1..{comm.size - 1}: "
-              f"token {np.round(sleep_share, 3)}, blocking Recv {np.round(block_share, 3)}")
-        assert all(wall > 0.9 for (_, wall), _ in waiting)
+        sleep_share = [cpu / wall for cpu, wall in waiting]
+        assert all(wall > 0.9 for _, wall in waiting)
         assert max(sleep_share) < 0.25
-        # Not asserted: MPICH's Recv polls, so its share is whatever CPU the scheduler
-        # gives it, near 1 on an idle machine and near 2 / load on a loaded one (0.58 and
-        # 0.03 measured here, docs/token.md), too variable for a bound.
+        # The contrast, MPICH's polling Recv (near 1 on an idle machine, near 2 / load on a
+        # loaded one), is measured by docs/bench/token_hop.py, not here: a test would burn
+        # the cores the other ranks need and could assert nothing about it.
