@@ -222,7 +222,7 @@ def test_phases_that_share_a_tag_or_a_chain_out_of_range_are_refused(comm):
 
 @pytest.mark.mpi(min_size=3)
 def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
-    """Waiting ~1 s for the token costs far less CPU than wall time (MPICH's Recv polls)."""
+    """Waiting ~0.5 s for the token costs far less CPU than wall time (MPICH's Recv polls)."""
     graph, net = make_network(comm, "ring")
     channel = TokenChannel(net, walks.ring(graph, comm.size), WIDTH, phase="cpu")
 
@@ -234,7 +234,7 @@ def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
     # the token: rank 0 holds it for 1 s, then it goes round once (holder(t) = t)
     comm.Barrier()
     if comm.rank == 0:
-        time.sleep(1.0)
+        time.sleep(0.5)
         channel.pass_on(Release.public(np.ones(WIDTH)), 0)
         sleeping = (0.0, 1.0)
     else:
@@ -248,7 +248,7 @@ def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
     if comm.rank == 0:
         waiting = results[1:]
         sleep_share = [cpu / wall for cpu, wall in waiting]
-        assert all(wall > 0.9 for _, wall in waiting)
+        assert all(wall > 0.45 for _, wall in waiting)
         assert max(sleep_share) < 0.25
         # The contrast, MPICH's polling Recv (near 1 on an idle machine, near 2 / load on a
         # loaded one), is measured by docs/bench/token_hop.py, not here: a test would burn
