@@ -231,7 +231,7 @@ def test_ranks_waiting_for_the_token_do_not_burn_a_core(comm):
         receive()
         return time.process_time() - start_cpu, time.perf_counter() - start_wall
 
-    # the token: rank 0 holds it for 1 s, then it goes round once (holder(t) = t)
+    # the token: rank 0 holds it for 0.5 s, then it goes round once (holder(t) = t)
     comm.Barrier()
     if comm.rank == 0:
         time.sleep(0.5)
