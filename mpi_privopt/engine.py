@@ -217,7 +217,9 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     agent = Agent(id=rank, n_agents=n_agents, problem=problem.local, net=net, graph=graph,
                   rng=rng, weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
                   iterations=cfg.run.iterations)
-    algorithm = ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params)
+    # A method may refuse its setting only once it sees the agent (a noise schedule that
+    # overflows over T, shares too large for its degree): every rank agrees, so one message.
+    algorithm = agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params))
     if on_setup is not None:
         on_setup(agent, algorithm)
 

@@ -201,6 +201,14 @@ def test_bad_input_fails_clearly_on_every_rank(tmp_path, case):
 
 
 @needs_mpiexec
+def test_a_method_refusing_its_setting_at_setup_says_so_once(tmp_path):
+    # found only when the method sees the agent (its noise schedule over T), not by check
+    proc = mpirun(4, "run", "--set", "run.iterations=200000", "--set", "privacy.epsilon=1e9",
+                  "--out", str(tmp_path / "out"))
+    _assert_one_clear_message(proc.returncode, proc.stderr, ["tau", "overflows"], status=None)
+
+
+@needs_mpiexec
 def test_budget_guard_stops_the_run_and_keeps_what_was_written(tmp_path):
     out = tmp_path / "run"
     proc = mpirun(3, "run", "--set", "algorithm.name=zcdp-nfl", "--set", "problem.clip=3.0",
