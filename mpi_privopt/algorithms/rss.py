@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from abc import abstractmethod
+from collections.abc import Callable
 
 import numpy as np
 
@@ -55,44 +55,38 @@ def validate_delta(name: str, params: RSSParams) -> None:
                           "Delta bounds the perturbation; 0 gives plain DGD")
 
 
-class StructuredRandomization(Algorithm):
-    """The contract RSS-NB and RSS-LB share (a family, not a method: only the two variants
-    are registered): the paper's projected gradient step at the fused point v_k, after a
-    perturbed fusion that each variant defines (:meth:`fuse`).
+class StructuredDescent:
+    """The step RSS-NB and RSS-LB share, held by each as a component (Algorithms 1 and 2,
+    lines 8-9): the projected gradient step at the fused point,
+
+        v_k^j     = fuse(alpha_k)                       (the variant's perturbed fusion)
+        x_{k+1}^j = P_X[ v_k^j - alpha_k grad f_j(v_k^j) ]
+
+    ``x`` and ``gradient_point`` (v_k^j, where the last gradient was taken) are what a
+    curious neighbour's transcript reads.
     """
 
-    Params = RSSParams
-    positive = ("step",)
-    non_negative = {"adversaries": ADVERSARIES_MEANING}
-    param_checks = (validate_box, validate_delta)  # no gradient_at: always the fused point
-
-    def __init__(self, agent, params) -> None:
-        super().__init__(agent, params)
+    def __init__(self, agent, params: RSSParams) -> None:
+        self.agent = agent
+        self.params = params
         self.self_weight, self.neighbor_weights = agent.mixing_row()
         self.x = initial_point(agent, params.init, params.box)
-        #: where the last gradient was taken: v_k (Algorithms 1 and 2, line 9)
         self.gradient_point = self.x
         self._box = box_or_none(params.box)
 
-    @abstractmethod
-    def fuse(self, alpha: float) -> np.ndarray:
-        """Send the perturbed state(s), return v_k^j."""
-
-    def step(self, n: int) -> None:
+    def step(self, n: int, fuse: Callable[[float], np.ndarray]) -> None:
         alpha = step_size(self.params.schedule, self.params.step, n)
-        v = self.gradient_point = self.fuse(alpha)
+        v = self.gradient_point = fuse(alpha)
         self.x = projected_step(v, alpha, self.agent.problem.subgradient(v), self._box)
 
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.x
 
-    def report(self) -> dict:
-        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
+#: the checks of the ``[algorithm]`` keys RSS-NB and RSS-LB share (no gradient_at: the
+#: gradient is always taken at the fused point)
+RSS_PARAM_CHECKS = (validate_box, validate_delta)
 
 
 @register
-class RSSNB(StructuredRandomization):
+class RSSNB(Algorithm):
     r"""RSS-NB, Randomized State Sharing, Network Balanced (Gade & Vaidya, Algorithm 1).
 
     Agent j, with s_1^{j,i} = s_1^{i,j} = 0, for k = 1, 2, ...::
@@ -118,10 +112,15 @@ class RSSNB(StructuredRandomization):
 
     name = "rss-nb"
     summary = "RSS-NB structured randomization, network-balanced (Gade & Vaidya 2017; not DP)"
+    Params = RSSParams
+    positive = ("step",)
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
     choices = {**DGD_CHOICES, "noise": NB_DISTRIBUTIONS}
+    param_checks = RSS_PARAM_CHECKS
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
+        self.descent = StructuredDescent(agent, params)
         net, dim = agent.net, agent.problem.n_features
         self.share_bound = params.delta / (2 * agent.n_agents)
         self.shares_sent = np.zeros((net.n_out, dim))       # s_k^{j,i}
@@ -130,9 +129,12 @@ class RSSNB(StructuredRandomization):
         self._shares_in = np.empty((net.n_in, dim))
         self._received = np.empty((net.n_in, dim))
 
+    def step(self, n: int) -> None:
+        self.descent.step(n, self.fuse)
+
     def fuse(self, alpha: float) -> np.ndarray:
         """Perturb, exchange states ("w") and the next shares ("s"), return v_k^j."""
-        net, x = self.agent.net, self.x
+        net, x, descent = self.agent.net, self.descent.x, self.descent
         self.perturbation = self.shares_received.sum(axis=0) - self.shares_sent.sum(axis=0)
         w = x + alpha * self.perturbation
         upcoming = network_balanced_shares(self.agent.rng, self.agent.id, net.out_neighbors,
@@ -145,11 +147,26 @@ class RSSNB(StructuredRandomization):
             # read at the top of the next fuse, before the next exchange reuses the buffer
             self.shares_received = shares.wait()
         self.shares_sent = upcoming
-        return self.self_weight * w + self.neighbor_weights @ received
+        return descent.self_weight * w + descent.neighbor_weights @ received
+
+    @property
+    def x(self) -> np.ndarray:
+        """x_k^j, the agent's iterate (RSS-LB shares this accessor)."""
+        return self.descent.x
+
+    @property
+    def gradient_point(self) -> np.ndarray:
+        """v_k^j, where the last gradient was taken."""
+        return self.descent.gradient_point
+
+    estimate = x
+
+    def report(self) -> dict:
+        return certificate_report(self.agent.graph, self.params.adversaries, RSS_SCOPE)
 
 
 @register
-class RSSLB(StructuredRandomization):
+class RSSLB(Algorithm):
     r"""RSS-LB, Randomized State Sharing, Locally Balanced (Gade & Vaidya, Algorithm 2).
 
     Agent j, for k = 1, 2, ...::
@@ -175,7 +192,10 @@ class RSSLB(StructuredRandomization):
 
     name = "rss-lb"
     summary = "RSS-LB structured randomization, locally balanced, per-link states (not DP)"
+    positive = ("step",)
+    non_negative = {"adversaries": ADVERSARIES_MEANING}
     choices = {**DGD_CHOICES, "noise": LB_DISTRIBUTIONS, "scale": LB_SCALES}
+    param_checks = RSS_PARAM_CHECKS
 
     @dataclasses.dataclass
     class Params(RSSParams):
@@ -183,20 +203,29 @@ class RSSLB(StructuredRandomization):
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
+        self.descent = StructuredDescent(agent, params)
         net, dim = agent.net, agent.problem.n_features
         # Metropolis weights are symmetric, so the column B[i, j] over the out-links
         # equals this agent's row B[j, i]
-        self.column_weights = self.neighbor_weights
+        self.column_weights = self.descent.neighbor_weights
         self.link_noise = np.zeros((net.n_out, dim))  # d_k^{j,i}
         self._received = np.empty((net.n_in, dim))
 
+    def step(self, n: int) -> None:
+        self.descent.step(n, self.fuse)
+
     def fuse(self, alpha: float) -> np.ndarray:
         """Draw d_k^{j,i}, scatter the per-link states ("w-link"), return v_k^j."""
-        x = self.x
+        x, descent = self.descent.x, self.descent
         self.link_noise = locally_balanced_noise(
             self.agent.rng, self.column_weights, x.size, self.params.delta,
             self.params.noise, self.params.scale)
         states = x + alpha * self.link_noise  # w_k^{j,i}, one row per out-link
         releases = [Release.nonprivate(row, note=LB_NOTE) for row in states]
         received = self.agent.net.scatter(releases, "w-link", out=self._received)
-        return self.self_weight * x + self.neighbor_weights @ received
+        return descent.self_weight * x + descent.neighbor_weights @ received
+
+    x = RSSNB.x
+    gradient_point = RSSNB.gradient_point
+    estimate = x
+    report = RSSNB.report
