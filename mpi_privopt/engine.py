@@ -219,7 +219,8 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
                   iterations=cfg.run.iterations)
     # A method may refuse its setting only once it sees the agent (a noise schedule that
     # overflows over T, shares too large for its degree): every rank agrees, so one message.
-    algorithm = agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name](agent, cfg.algorithm.params))
+    method = ALGORITHMS[cfg.algorithm.name]
+    algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
     if on_setup is not None:
         on_setup(agent, algorithm)
 
