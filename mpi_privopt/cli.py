@@ -86,6 +86,8 @@ def cmd_list(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
+    from .entrypoint import refuse_lone_copies
+    refuse_lone_copies()
     return bench_main(args)
 
 

@@ -17,16 +17,74 @@ from .errors import UserError
 #: seconds a failing rank gives the launcher to forward its message before aborting
 ABORT_GRACE_SECONDS = 0.5
 
+#: what launchers set to say how many tasks they started, and which one a process is
+#: (MPICH's hydra and PMI, Open MPI, PMIx, Slurm's srun)
+LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
+LAUNCHER_RANKS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+class LaunchError(UserError):
+    """The launcher and the MPI library do not agree on the job."""
+
+
+def lone_copy_error(environ: dict, world_size: int) -> LaunchError | None:
+    """The error for a process that runs alone although its launcher started K tasks.
+
+    A launcher whose process-management interface the MPI library cannot read (``srun``
+    without ``--mpi=``, an Open MPI ``mpirun`` for an MPICH build) starts K processes that
+    each see a world of one rank: K one-agent copies of the run, writing over each other.
+    None when nothing is wrong.
+    """
+    if world_size != 1:
+        return None
+    for name in LAUNCHER_SIZES:
+        try:
+            announced = int(environ.get(name, "1"))
+        except ValueError:
+            continue
+        if announced > 1:
+            return LaunchError(
+                f"the launcher started {announced} tasks ({name}={announced}) but MPI sees a "
+                "world of 1 rank: every task would run alone, as "
+                f"{announced} copies of a one-agent run",
+                "launch with the mpiexec of the MPI library mpi4py loaded (python -m mpi4py "
+                "--mpi-library names it); under Slurm use srun --mpi=pmi2 for MPICH or "
+                "srun --mpi=pmix for Open MPI")
+    return None
+
+
+def announced_rank(environ: dict) -> int:
+    """The task number the launcher gave this process (0 when it gave none)."""
+    for name in LAUNCHER_RANKS:
+        if environ.get(name, "").isdigit():
+            return int(environ[name])
+    return 0
+
+
+def refuse_lone_copies() -> None:
+    """Leave (status 2) before anything runs if this process is one of K lone copies.
+
+    The copies cannot talk to each other, so only the launcher's task 0 prints the message.
+    """
+    err = lone_copy_error(dict(os.environ), _world().Get_size())
+    if err is None:
+        return
+    if announced_rank(os.environ) == 0:
+        print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
 
 def load_agreed_config(config: str | None, overrides: Sequence[str]):
     """``config`` with ``overrides``, loaded once every rank agrees it is valid.
 
-    Raises the same :class:`UserError` on every rank when any rank finds it invalid.
+    Refuses first to run as one of K lone copies (:func:`refuse_lone_copies`). Raises the
+    same :class:`UserError` on every rank when any rank finds the config invalid.
     """
     from mpi4py import MPI
 
     from .collective import agree
     from .config import load_config
+    refuse_lone_copies()
     return agree(MPI.COMM_WORLD, lambda: load_config(config, list(overrides)))
 
 

@@ -8,6 +8,7 @@ also run under mpiexec to prove the whole path (one message from one rank).
 """
 import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,9 +29,10 @@ def mpirun(ranks, *args, cwd=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT, cwd=cwd)
 
 
-def single(*args):
+def single(*args, env=None):
     cmd = [sys.executable, "-m", "mpi_privopt", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def in_process(capsys, *args) -> subprocess.CompletedProcess:
@@ -198,6 +200,20 @@ def test_bad_input_fails_clearly_on_every_rank(tmp_path, case):
     # command line itself is asserted in one process above.
     _assert_one_clear_message(proc.returncode, proc.stderr, words, status=None)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("task", [0, 1])
+def test_one_of_k_lone_copies_refuses_before_anything_runs(tmp_path, task):
+    # what srun without --mpi= does to an MPICH build: K processes, each a world of one
+    out = tmp_path / "out"
+    proc = single("run", "--set", "run.iterations=5", "--out", str(out),
+                  env={"SLURM_STEP_NUM_TASKS": "4", "SLURM_PROCID": str(task)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    if task == 0:                  # the launcher's task 0 speaks for the copies
+        assert "SLURM_STEP_NUM_TASKS=4" in proc.stderr and "srun --mpi=pmi2" in proc.stderr
+    else:
+        assert proc.stderr == ""
+    assert not out.exists()
 
 
 @needs_mpiexec
