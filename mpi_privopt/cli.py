@@ -96,6 +96,11 @@ def cmd_privacy(args) -> int:
     return privacy_main(args)
 
 
+def cmd_doctor(args) -> int:
+    from .commands.doctor import main as doctor_main
+    return doctor_main(args)
+
+
 def cmd_report(args) -> int:
     from .report import main as report_main
     return report_main(args)
@@ -141,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .commands.privacy import add_arguments as add_privacy_arguments
     add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
+
+    p = sub.add_parser("doctor", help="the MPI library mpi4py loaded and whether the "
+                                      "launcher on PATH belongs to it")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("report", help="accuracy curve, bytes and privacy per link of a run")
     p.add_argument("run_dir", help="a run directory")

@@ -1,0 +1,96 @@
+"""``python -m mpi_privopt doctor``: which MPI a run will really use, and whether the
+launcher on PATH belongs to it.
+
+A launcher of one MPI (Open MPI's ``mpirun``) starting an mpi4py built for another (MPICH)
+gives K one-rank worlds (K copies of a one-agent run): the most common cluster mistake,
+found here before a job is submitted.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+#: the MPI families a launcher's ``--version`` text names
+FAMILIES = {"MPICH": ("hydra", "mpich"), "Open MPI": ("open mpi", "openrte", "open-mpi"),
+            "Intel MPI": ("intel",)}
+
+
+@dataclass
+class MPIFacts:
+    """What this machine offers a run."""
+
+    library: str            # the libmpi mpi4py loaded
+    vendor: str             # its vendor, as mpi4py names it
+    version: str
+    launcher: str | None    # the mpiexec on PATH
+    launcher_family: str | None
+    launcher_text: str
+
+
+def launcher_family(text: str) -> str | None:
+    """The MPI family a launcher's ``--version`` output names, or None."""
+    lowered = text.lower()
+    for family, words in FAMILIES.items():
+        if any(word in lowered for word in words):
+            return family
+    return None
+
+
+def vendor_family(vendor: str) -> str | None:
+    """The launcher family that belongs to an mpi4py vendor name (MPICH derivatives too)."""
+    if vendor in FAMILIES:
+        return vendor
+    return "MPICH" if re.search(r"mpich|mvapich|cray", vendor, re.I) else None
+
+
+def mismatch(facts: MPIFacts) -> str | None:
+    """Why the launcher on PATH will not start this MPI's ranks together, or None."""
+    if facts.launcher is None:
+        return "no mpiexec on PATH: install the mpich extra or load the site's MPI module"
+    wanted = vendor_family(facts.vendor)
+    if wanted and facts.launcher_family and wanted != facts.launcher_family:
+        return (f"mpi4py loaded {facts.vendor} but {facts.launcher} is {facts.launcher_family}'s "
+                "launcher: each rank would see a world of one (K one-agent copies); put "
+                f"{wanted}'s mpiexec first on PATH, or rebuild mpi4py against "
+                f"{facts.launcher_family} (pip install --no-binary=mpi4py mpi4py)")
+    return None
+
+
+def gather_facts() -> MPIFacts:
+    from mpi4py import MPI
+
+    vendor, version = MPI.get_vendor()
+    library = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-library"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    launcher = shutil.which("mpiexec")
+    text = ""
+    if launcher is not None:
+        try:
+            proc = subprocess.run([launcher, "--version"], capture_output=True, text=True,
+                                  timeout=60)
+            text = proc.stdout + proc.stderr
+        except (OSError, subprocess.TimeoutExpired) as err:
+            text = f"({launcher} --version failed: {err})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    versioned = [line for line in lines if "version" in line.lower() or "(" in line]
+    return MPIFacts(library=library or "(unknown)", vendor=vendor,
+                    version=".".join(map(str, version)), launcher=launcher,
+                    launcher_family=launcher_family(text) if text else None,
+                    launcher_text=(versioned or lines or [""])[0])
+
+
+def main(args) -> int:
+    facts = gather_facts()
+    print(f"MPI library   {facts.library} ({facts.vendor} {facts.version}, loaded by mpi4py)")
+    print(f"launcher      {facts.launcher or 'none on PATH'}"
+          + (f" ({facts.launcher_family or 'unknown MPI'}: {facts.launcher_text})"
+             if facts.launcher else ""))
+    problem = mismatch(facts)
+    if problem:
+        print(f"warning       {problem}", file=sys.stderr)
+        return 1
+    print("ok            the launcher on PATH starts this MPI's ranks together")
+    return 0

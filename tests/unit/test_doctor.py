@@ -1,0 +1,57 @@
+"""``doctor``: the MPI mpi4py loaded against the launcher on PATH (issue 15, part 1)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mpi_privopt.commands.doctor import MPIFacts, launcher_family, mismatch, vendor_family
+
+HYDRA = "HYDRA build details:\n    Version:                                 4.0\n"
+OPEN_MPI = "mpiexec (OpenRTE) 4.1.2\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
+
+
+def facts(vendor, text, launcher="/usr/bin/mpiexec"):
+    return MPIFacts("libmpi.so", vendor, "1.0", launcher,
+                    launcher_family(text) if text else None, text)
+
+
+def test_launchers_are_told_apart():
+    assert launcher_family(HYDRA) == "MPICH"
+    assert launcher_family(OPEN_MPI) == "Open MPI"
+    assert launcher_family("something else 1.0") is None
+    assert vendor_family("MPICH") == "MPICH" and vendor_family("MVAPICH2") == "MPICH"
+    assert vendor_family("Open MPI") == "Open MPI"
+
+
+def test_a_mismatch_is_named_with_its_fix():
+    problem = mismatch(facts("MPICH", OPEN_MPI))
+    assert "Open MPI's launcher" in problem and "one-agent copies" in problem
+    assert "--no-binary=mpi4py" in problem
+    assert mismatch(facts("Open MPI", HYDRA)) is not None
+    assert mismatch(facts("MPICH", HYDRA)) is None
+    assert mismatch(facts("MPICH", "")) is None            # an unknown launcher: no claim
+    assert "no mpiexec" in mismatch(facts("MPICH", "", launcher=None))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for mpiexec")
+def test_the_command_warns_about_a_foreign_launcher_on_path(tmp_path):
+    fake = tmp_path / "mpiexec"
+    fake.write_text(f"#!/bin/sh\nprintf '{OPEN_MPI.splitlines()[0]}\\n'\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "doctor"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "MPI library" in proc.stdout and str(fake) in proc.stdout
+    from mpi4py import MPI
+    if vendor_family(MPI.get_vendor()[0]) == "MPICH":
+        assert proc.returncode == 1 and "Open MPI's launcher" in proc.stderr
+
+
+def test_the_command_passes_with_the_launcher_of_the_loaded_mpi():
+    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "doctor"],
+                          capture_output=True, text=True, timeout=120)
+    if "no mpiexec" in proc.stderr:
+        pytest.skip("no mpiexec on PATH")
+    assert proc.returncode == 0, proc.stderr
+    assert "ok" in proc.stdout
