@@ -11,6 +11,8 @@ fix it, and every rank exits with status 2.
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 import traceback
 
@@ -31,7 +33,9 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 def cmd_run(args) -> int:
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
-    run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
+    result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
+    if args.quiet and result is not None:
+        print(result.run_dir)  # quiet, but a run always says where its results are
     return 0
 
 
@@ -55,7 +59,8 @@ def cmd_check(args) -> int:
           f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
     print(f"launch with: mpiexec -n {args.ranks} python -m mpi4py -m mpi_privopt run "
-          f"{args.config}")
+          + " ".join(shlex.quote(word) for word in
+                     [args.config, *(f for o in args.overrides for f in ("--set", o))]))
     return 0
 
 
@@ -120,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an experiment (under mpiexec, one rank per agent)")
     _add_config_args(p)
     p.add_argument("--out", default=None, help="run directory (default: runs/NAME-TIME-seedS)")
-    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only the run directory, no progress or summary")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("check", help="validate a config for K ranks without running it")
@@ -169,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = args.func(args)
+    except BrokenPipeError:
+        # the reader went away (``... | head``): nothing more to say, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except UserError as err:
         fail_user(err)
     except Exception:

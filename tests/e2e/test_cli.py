@@ -75,6 +75,7 @@ def test_run_writes_a_complete_run_directory(tmp_path, capsys):
     again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"),
                    "--quiet")
     assert again.returncode == 0, again.stderr
+    assert again.stdout == f"{tmp_path / 'again'}\n"   # quiet: only where the results are
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["final_error"] == \
         summary["final_error"]
 
@@ -113,6 +114,22 @@ def test_list_and_check(capsys):
     proc = in_process(capsys, "check", "default", "--ranks", "8")
     assert proc.returncode == 0, proc.stderr
     assert "OK for 8 ranks" in proc.stdout
+    # the suggested launch line keeps the overrides that were checked
+    proc = in_process(capsys, "check", "default", "--ranks", "4",
+                      "--set", "run.iterations=7", "--set", "run.name=two words")
+    assert ("launch with: mpiexec -n 4 python -m mpi4py -m mpi_privopt run default "
+            "--set run.iterations=7 --set 'run.name=two words'") in proc.stdout
+
+
+def test_output_cut_short_by_its_reader_is_no_error():
+    # `... | head -1`: the reader closes the pipe after one line, while the command still
+    # writes (about 460 kB: more than a pipe holds)
+    command = (f"{sys.executable} -m mpi_privopt privacy calibrate --epsilon 1 --rounds 20000 "
+               "--schedule geometric --tau 0.9999 --json | head -1")
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True,
+                          timeout=TIME_LIMIT)
+    assert proc.stdout == "{\n"
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def _edge_list(tmp_path, text, name="graph.txt"):
