@@ -56,12 +56,14 @@ def write_agent_model(run_dir: str | Path, agent: int, w: np.ndarray) -> None:
 
 
 def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") -> Path:
-    """The directory for a new run; never one that already holds results."""
+    """The directory for a new run; never one that already holds results, and one that can
+    be made (checked now, while the ranks agree, rather than found when rank 0 writes)."""
     if out:
         path = Path(out)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ConfigError(f"--out {out} already exists and is not empty",
                               "choose a new directory; earlier results are never overwritten")
+        _check_can_make(path, f"--out {out}")
         return path
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = Path(base) / f"{name}-{stamp}-seed{seed}"
@@ -69,7 +71,22 @@ def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") ->
     while path.exists():
         suffix += 1
         path = Path(base) / f"{name}-{stamp}-seed{seed}-{suffix}"
+    _check_can_make(path, f"the run directory {path}")
     return path
+
+
+def _check_can_make(path: Path, what: str) -> None:
+    """Raise ConfigError unless ``path`` can be created: its nearest existing ancestor must
+    be a directory this process may write to."""
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"{what} cannot be made: {ancestor} is a file, not a directory",
+                          "choose a path under a directory (--out DIR)")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} cannot be made: {ancestor} is not writable",
+                          "choose a directory you can write to (--out DIR)")
 
 
 def _jsonable(value: Any) -> Any:

@@ -149,13 +149,24 @@ def cmd_coalition(args) -> int:
             raise ConfigError(f"agent {who} is not in this run (agents 0..{K - 1})",
                               "give ids from 0 to K-1")
     eps = coalition_epsilon(report, args.agent, observers)
-    result = {"agent": args.agent, "observers": observers, "delta": report["delta"], **eps}
+    # Observers that received nothing of the agent's data (not its neighbours, for methods
+    # that send only to neighbours) add nothing: say so, or a 0 reads as a claim about them.
+    seen = {int(j) for group in report["agents"][args.agent]["groups"]
+            for j in group["receivers"]}
+    unseen = [j for j in observers if j not in seen]
+    result = {"agent": args.agent, "observers": observers, "delta": report["delta"], **eps,
+              "observers_that_received_nothing": unseen}
     if args.json:
         _print_json(result)
         return 0
     shown = "inf (unbounded)" if math.isinf(eps["best"]) else f"{eps['best']:.6g}"
     print(f"agent {args.agent} against observers {observers}: epsilon = {shown} "
           f"at delta {report['delta']:g} ({eps['conversion']} conversion)")
+    if unseen:
+        print(f"  observers {unseen} received no message carrying agent {args.agent}'s data "
+              "(not its neighbours), so they add nothing; what they may learn from their "
+              "own neighbours is post-processing of releases already counted on agent "
+              f"{args.agent}'s links")
     return 0
 
 

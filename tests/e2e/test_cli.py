@@ -297,3 +297,45 @@ def test_bench_runs_all_three_parts(tmp_path):
     assert len(result["links"]) == 3                     # a ring of 3 has 3 links
     assert result["dgd"]["same_iterates"] is True        # the comparison is like for like
     assert "same iterates: True" in proc.stdout
+
+
+def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
+    from mpi_privopt.privacy.events import GaussianEvent
+    from mpi_privopt.privacy.ledger import Ledger
+    from mpi_privopt.privacy.release import Release
+    from mpi_privopt.privacy.report import privacy_report
+
+    # a path 0 - 1 - 2: agent 2 never receives anything from agent 0
+    ledgers = [Ledger(0, [1], 1e-5), Ledger(1, [0, 2], 1e-5), Ledger(2, [1], 1e-5)]
+    ledgers[0].on_release(Release(np.zeros(2), GaussianEvent(1.0, 2.0)), [1], "w", 1)
+    report = privacy_report([l.to_dict() for l in ledgers], 1e-5, "fast")
+    (tmp_path / "privacy.json").write_text(json.dumps(report))
+    proc = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                      "--observers", "1,2")
+    assert proc.returncode == 0, proc.stderr
+    assert "observers [2] received no message carrying agent 0's data" in proc.stdout
+    alone = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                       "--observers", "1")
+    assert "received no message" not in alone.stdout
+
+
+@needs_mpiexec
+def test_an_out_that_cannot_be_made_is_one_message_not_a_traceback(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    proc = mpirun(2, "run", "--set", "run.iterations=3", "--out", str(blocker / "run"))
+    _assert_one_clear_message(proc.returncode, proc.stderr, ["cannot be made", "is a file"],
+                              status=None)
+    assert blocker.read_text() == "not a directory"
+
+
+def test_a_run_directory_is_checked_before_anything_runs(tmp_path, monkeypatch):
+    from mpi_privopt.errors import ConfigError
+    from mpi_privopt.results import choose_run_dir
+
+    assert choose_run_dir(str(tmp_path / "new" / "run"), "x", 0) == tmp_path / "new" / "run"
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != locked)
+    with pytest.raises(ConfigError, match="not writable"):
+        choose_run_dir(str(locked / "run"), "x", 0)
