@@ -39,6 +39,15 @@ def validate_graph(G: nx.Graph, n_ranks: int) -> None:
                             "remove self-loops; an agent always keeps its own value")
     if n <= 1:
         return
+    isolated = sorted(v for v in G.nodes if G.degree(v) == 0)
+    if isolated:
+        # the usual cause: an edge list written for fewer agents than the job has ranks
+        named = n - len(isolated)
+        raise TopologyError(
+            f"node(s) {_few(isolated)} have no edges: the graph names links for only {named} "
+            f"of the job's {n_ranks} agents",
+            f"give every agent a link, or run with as many ranks as the graph's agents "
+            f"(mpiexec -n {named} if the others are meant to be absent)")
     strong = G.is_directed()
     parts = list(nx.strongly_connected_components(G) if strong else nx.connected_components(G))
     if len(parts) > 1:
@@ -50,6 +59,12 @@ def validate_graph(G: nx.Graph, n_ranks: int) -> None:
             "use a denser topology (raise [topology] degree or radius, or use kind = \"ring\" or "
             "\"complete\"); information must reach every agent",
         )
+
+
+def _few(nodes: list[int], shown: int = 8) -> str:
+    """A list of nodes for a message, cut after ``shown``."""
+    head = ", ".join(map(str, nodes[:shown]))
+    return head + (f", ... ({len(nodes)} in all)" if len(nodes) > shown else "")
 
 
 def check_labels(G: nx.Graph) -> None:

@@ -19,8 +19,9 @@ def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = Fal
     """Read an edge list on the nodes ``0..n-1``.
 
     One edge per line, ``u v`` separated by whitespace and/or a comma, with an optional
-    third column (a weight, ignored). Blank lines and lines starting with ``#`` are
-    skipped. When directed each line is the arc ``u -> v``. Nodes that appear on no line
+    third column (a weight, which is read and ignored: mixing weights always come from
+    ``topology.weights``). Each link is listed once (a repeated edge is refused). Blank
+    lines and lines starting with ``#`` are skipped. When directed each line is the arc ``u -> v``. Nodes that appear on no line
     are still added (and make the graph disconnected).
 
     Parameters
@@ -35,8 +36,8 @@ def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = Fal
     Raises
     ------
     TopologyError
-        Missing or unreadable file, malformed line, self-loop, node outside ``0..n-1``,
-        or a header written by :func:`write_edge_list` for a different ``n``.
+        Missing or unreadable file, malformed line, self-loop, repeated edge, node outside
+        ``0..n-1``, or a header written by :func:`write_edge_list` for a different ``n``.
     """
     n = check_agent_count(n)
     path = Path(path).expanduser()
@@ -49,13 +50,24 @@ def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = Fal
         raise TopologyError(f"cannot read edge-list file {str(path)!r}: {err}",
                             "point [topology] file at a readable UTF-8 text file") from err
     G = nx.empty_graph(n, create_using=nx.DiGraph if directed else nx.Graph)
+    first_line: dict[tuple[int, int], int] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if line.startswith("#"):
             _check_header(line, n, path)
             continue
         if line:
-            G.add_edge(*_parse_edge(line, lineno, n, path))
+            u, v = _parse_edge(line, lineno, n, path)
+            key = (u, v) if directed else (min(u, v), max(u, v))
+            if key in first_line:
+                # a repeated edge would be one link either way: most likely a typo
+                raise TopologyError(
+                    f"{path}, line {lineno}: the {'arc' if directed else 'edge'} {u}-{v} is "
+                    f"already on line {first_line[key]}",
+                    "list each link once" + ("" if directed else
+                                             " (an undirected edge u v is also v u)"))
+            first_line[key] = lineno
+            G.add_edge(u, v)
     return G
 
 

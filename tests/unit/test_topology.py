@@ -17,6 +17,7 @@ from mpi_privopt.topology import (
     metropolis_row,
     metropolis_weights,
     neighbors,
+    read_edge_list,
     signless_laplacian,
     validate_graph,
     write_edge_list,
@@ -382,3 +383,23 @@ def test_describe():
                     "average_degree": 1.6, "diameter": 2}
     assert describe(build_graph("path", 4, seed=0, directed=True))["diameter"] is None
     assert describe(build_graph("ring", 4, seed=0, directed=True))["diameter"] == 3
+
+
+def test_edge_list_refuses_a_repeated_edge(tmp_path):
+    path = tmp_path / "twice.txt"
+    path.write_text("0 1\n1 2\n2 0\n1,0\n")
+    with pytest.raises(TopologyError, match=r"line 4: the edge 1-0 is already on line 1"):
+        read_edge_list(path, 3)
+    arcs = tmp_path / "arcs.txt"
+    arcs.write_text("0 1\n1 0\n1 2\n2 0\n")         # two directions: two arcs, not a repeat
+    assert read_edge_list(arcs, 3, directed=True).number_of_edges() == 4
+
+
+def test_an_edge_list_for_fewer_agents_names_the_nodes_without_edges(tmp_path):
+    path = tmp_path / "three.txt"
+    path.write_text("0 1\n1 2\n2 0\n")                # written for 3 agents, run on 5
+    graph = read_edge_list(path, 5)
+    with pytest.raises(TopologyError, match=r"node\(s\) 3, 4 have no edges") as info:
+        validate_graph(graph, 5)
+    assert "only 3 of the job's 5 agents" in str(info.value)
+    assert "mpiexec -n 3" in str(info.value) and "connected" not in str(info.value)
