@@ -529,7 +529,12 @@ def basic_composition_noise(
     numpy.ndarray
         ``sigma_n / Delta_n``, shape ``(T,)``.
     """
-    eps_n, delta_n = basic_composition_schedule(eps_total, delta_total, T, tau)
+    return _per_round_multipliers(*basic_composition_schedule(eps_total, delta_total, T, tau),
+                                  mechanism)
+
+
+def _per_round_multipliers(eps_n: np.ndarray, delta_n: np.ndarray, mechanism: str) -> np.ndarray:
+    """``sigma_n / Delta_n`` of a per-round Gaussian mechanism for each (eps_n, delta_n)."""
     if mechanism == "classical":
         return np.asarray(classical_gaussian_sigma(eps_n, delta_n))
     if mechanism == "analytic":
@@ -553,6 +558,6 @@ def basic_composition_gaussian_schedule(
     BasicCompositionSchedule
         ``sigma(n) = Delta * multiplier_n``, with the eps_n and delta_n it spends.
     """
-    multipliers = basic_composition_noise(eps_total, delta_total, T, tau, mechanism)
     eps_n, delta_n = basic_composition_schedule(eps_total, delta_total, T, tau)
-    return BasicCompositionSchedule(multipliers, eps_n, delta_n, mechanism)
+    return BasicCompositionSchedule(_per_round_multipliers(eps_n, delta_n, mechanism),
+                                    eps_n, delta_n, mechanism)

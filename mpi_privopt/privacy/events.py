@@ -41,16 +41,6 @@ __all__ = [
 UNITS = ("record", "dataset")
 
 
-def _finite_nonneg(value: Any, name: str, fix: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
-    if not math.isfinite(v) or v < 0.0:
-        raise ConfigError(f"{name} = {value!r} must be a finite number >= 0", fix)
-    return v
-
-
 def _positive(value: Any, name: str, fix: str, allow_inf: bool = False) -> float:
     try:
         v = float(value)
@@ -113,7 +103,8 @@ class GaussianEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        d = _finite_nonneg(self.sensitivity, "sensitivity", "give the l2 sensitivity of the released quantity")
+        d = conv._check_nonneg(self.sensitivity, "sensitivity", "give the l2 sensitivity of the released quantity",
+                                      allow_inf=False)
         s = _positive(
             self.sigma, "sigma", "use a noise standard deviation > 0; for a release without noise use NonPrivateEvent()",
             allow_inf=True,
@@ -147,7 +138,8 @@ class PureDPEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        e = _finite_nonneg(self.epsilon, "epsilon", "give a finite pure-DP epsilon >= 0; for no protection use NonPrivateEvent()")
+        e = conv._check_nonneg(self.epsilon, "epsilon", "give a finite pure-DP epsilon >= 0; for no protection use NonPrivateEvent()",
+                                      allow_inf=False)
         object.__setattr__(self, "epsilon", e)
 
     @property
@@ -190,7 +182,8 @@ class LaplaceEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        d = _finite_nonneg(self.sensitivity, "sensitivity", "give the l1 sensitivity of the released quantity")
+        d = conv._check_nonneg(self.sensitivity, "sensitivity", "give the l1 sensitivity of the released quantity",
+                                      allow_inf=False)
         b = _positive(self.scale, "scale", "use a Laplace scale b > 0; for a release without noise use NonPrivateEvent()")
         object.__setattr__(self, "sensitivity", d)
         object.__setattr__(self, "scale", b)
@@ -221,7 +214,8 @@ class ZCDPEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        r = _finite_nonneg(self.rho, "rho", "give a finite zCDP rho >= 0; for no protection use NonPrivateEvent()")
+        r = conv._check_nonneg(self.rho, "rho", "give a finite zCDP rho >= 0; for no protection use NonPrivateEvent()",
+                                      allow_inf=False)
         object.__setattr__(self, "rho", r)
 
 
