@@ -37,6 +37,9 @@ class Agent:
         The ``[privacy]`` section (budget, delta), for algorithms that calibrate noise.
     iterations : int
         T, the run's iteration count (noise schedules are calibrated over T).
+    seed : int
+        The run's seed (public), for streams keyed by more than the agent (a token
+        method's schedules and per-chain noise).
     """
 
     id: int
@@ -49,6 +52,7 @@ class Agent:
     noise: object = None
     privacy: object = None
     iterations: int = 0
+    seed: int = 0
 
     @property
     def degree(self) -> int:

@@ -202,7 +202,9 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
 
-    problem = build_problems(cfg.problem, eval_comm, cfg.run.seed, mode)
+    method = ALGORITHMS[cfg.algorithm.name]
+    problem = build_problems(cfg.problem, eval_comm, cfg.run.seed, mode,
+                             records=method.uses_records)
 
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
     net = Network(comm, in_nbrs, out_nbrs)
@@ -216,10 +218,9 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     noise = agree(eval_comm, lambda: agent_noise(cfg.privacy.noise, cfg.run.seed, rank))
     agent = Agent(id=rank, n_agents=n_agents, problem=problem.local, net=net, graph=graph,
                   rng=rng, weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
-                  iterations=cfg.run.iterations)
+                  iterations=cfg.run.iterations, seed=cfg.run.seed)
     # A method may refuse its setting only once it sees the agent (a noise schedule that
     # overflows over T, shares too large for its degree): every rank agrees, so one message.
-    method = ALGORITHMS[cfg.algorithm.name]
     algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
     if on_setup is not None:
         on_setup(agent, algorithm)

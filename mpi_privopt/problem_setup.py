@@ -10,6 +10,11 @@ An agent loads only its own data. What else travels depends on ``run.evaluate``:
     Nothing is gathered or broadcast; ``l1 = "auto"`` is refused by the configuration
     (:func:`~mpi_privopt.problems.config.local_l1`).
 
+A token method (``records=True``, e.g. ``token-admm``) minimises the mean over every record
+(:mod:`~mpi_privopt.problems.records`): each agent's record count travels once at set-up
+(public metadata: record ids are global indices), and the reference of a simulation is the
+optimum of that mean.
+
 Only here and in the monitor do problems meet MPI: nothing under ``problems/`` imports it.
 """
 from __future__ import annotations
@@ -25,6 +30,7 @@ from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
 from .problems.polynomial_presets import POLYNOMIAL
 from .problems.polynomial_problem import polynomial_objective, polynomial_reference
+from .problems.records import Records, pooled_problem
 from .problems.reference import solve_reference
 from .problems.sampling import sampling_rng
 
@@ -52,10 +58,12 @@ class ProblemSetup:
 
 
 def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
-                   evaluate: str = REFERENCE) -> ProblemSetup:
+                   evaluate: str = REFERENCE, records: bool = False) -> ProblemSetup:
     """Build the run's problems collectively on ``comm`` (the evaluation communicator).
 
-    A bad data file on any rank stops every rank with that rank's message.
+    A bad data file on any rank stops every rank with that rank's message. ``records``:
+    the agents' rows are records of one mean objective (a token method); ``local`` is then
+    a :class:`~mpi_privopt.problems.records.Records`.
     """
     rank = comm.Get_rank()
     if cfg.name == POLYNOMIAL:
@@ -73,14 +81,19 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     l1 = local_l1(cfg, evaluate)  # the same on every rank: no agreement needed
     reference = None
     if evaluate == REFERENCE:
-        l1, reference = _gathered_reference(cfg, comm, X, y)
+        l1, reference = _gathered_reference(cfg, comm, X, y, records)
     local = make_local_problem(cfg, X, y, n_agents, l1, rng=sampling_rng(seed, rank))
+    if records:
+        local = Records(local, comm.allgather(local.n_samples), rank)
     return ProblemSetup(local, local.evaluator(evaluate, reference), reference, l1)
 
 
 def _gathered_reference(cfg: ProblemConfig, comm: MPI.Intracomm, X: np.ndarray,
-                        y: np.ndarray) -> tuple[float, ReferenceSolution]:
-    """Simulation only: every shard to rank 0, l1 resolved there, w_c solved, both broadcast."""
+                        y: np.ndarray, records: bool = False) -> tuple[float, ReferenceSolution]:
+    """Simulation only: every shard to rank 0, l1 resolved there, w_c solved, both broadcast.
+
+    ``records``: the optimum of the mean over every record (:func:`pooled_problem`).
+    """
     n_agents = comm.Get_size()
     shards = comm.gather((X, y), root=0)
 
@@ -89,6 +102,9 @@ def _gathered_reference(cfg: ProblemConfig, comm: MPI.Intracomm, X: np.ndarray,
             return None
         l1 = resolve_l1(cfg, np.vstack([s[0] for s in shards]),
                         np.concatenate([s[1] for s in shards]))
+        if records:
+            pooled = pooled_problem(make_local_problem(cfg, *shards[0], 1, l1), shards)
+            return l1, solve_reference(GlobalProblem([pooled]))
         global_problem = GlobalProblem(
             [make_local_problem(cfg, Xk, yk, n_agents, l1) for Xk, yk in shards])
         return l1, solve_reference(global_problem)

@@ -232,8 +232,7 @@ class TokenChannel:
         self.complete()  # the send buffer is free once the previous sends are done
         np.copyto(self._send, release.payload)
         # The same release (kind, event) with the channel's buffer as its payload.
-        outgoing = copy.copy(release)
-        outgoing.payload = self._send
+        outgoing = _with_payload(release, self._send)
         net = self._net
         self._pending = [net.isend(v, outgoing, phase, self.chain) for v in receivers]
 
@@ -244,7 +243,8 @@ class TokenChannel:
         self._pending = []
 
     def finish(self, release: Release | None,
-               relay: Callable[[np.ndarray], Release] = Release.public) -> np.ndarray:
+               relay: Callable[[np.ndarray], Release] = Release.public, *,
+               for_child: Callable[[np.ndarray, int], Release] | None = None) -> np.ndarray:
         """Release the last token to every agent along the public tree; return it.
 
         Called on every rank. The last holder passes ``release`` (its final token);
@@ -252,6 +252,9 @@ class TokenChannel:
         forwards ``relay(token)`` to its tree children. By default a relay's forward is a
         public release: it does not depend on the relay's own data (what the token reveals
         of its owners' data is theirs to account, seen through the receive listeners).
+        ``for_child``: instead, every sender (the last holder and the relays) sends child
+        ``v`` the release ``for_child(token, v)``, so each observer's message carries the
+        events of what it sees (the root's payload is still ``release``'s).
         """
         if self._tree is None:
             raise ValueError(f"token {self.phase!r} has no tree to release the final token "
@@ -270,7 +273,21 @@ class TokenChannel:
                                    f"says {self._tree[net.rank]}")
             outgoing = relay(self._token)
         children = self._children()
-        if children:
+        if children and for_child is not None:
+            self.complete()
+            np.copyto(self._send, self._token)
+            self._pending = [self._net.isend(v, _with_payload(for_child(self._token, v),
+                                                              self._send),
+                                             self.final_phase, self.chain)
+                             for v in children]
+        elif children:
             self._send_copy(outgoing, children, self.final_phase)
         self.complete()
         return self._token
+
+
+def _with_payload(release: Release, payload: np.ndarray) -> Release:
+    """``release`` (its kind and events) with ``payload`` as what it sends."""
+    outgoing = copy.copy(release)
+    outgoing.payload = payload
+    return outgoing

@@ -3,5 +3,6 @@ from .base import ALGORITHMS, Algorithm, register
 from . import admm, dgd, zcdp_nfl  # noqa: F401  (importing registers them)
 from . import eps_delta_nfl, p_admm, zcdp_grad_nfl  # noqa: F401
 from . import function_sharing, rss  # noqa: F401  (Gade & Vaidya 2017)
+from . import token_admm  # noqa: F401  (Chan, Xie & Zhao 2023)
 
 __all__ = ["ALGORITHMS", "Algorithm", "register"]

@@ -38,6 +38,10 @@ class Algorithm(ABC):
         Whether every data-dependent message goes through a privacy mechanism.
     requires_undirected : bool
         Whether the method needs symmetric links.
+    uses_records : bool
+        Whether ``agent.problem`` is the agent's records of one mean objective
+        (:class:`~mpi_privopt.problems.records.Records`, a token method) instead of its
+        local objective f_k.
     Params : dataclass
         The algorithm's keys in the ``[algorithm]`` section, with defaults.
     """
@@ -46,6 +50,7 @@ class Algorithm(ABC):
     summary: ClassVar[str]
     private: ClassVar[bool] = False
     requires_undirected: ClassVar[bool] = True
+    uses_records: ClassVar[bool] = False
 
     @dataclasses.dataclass
     class Params:

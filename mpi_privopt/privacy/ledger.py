@@ -152,7 +152,8 @@ class Ledger:
         """
         if math.isinf(self.budget):
             return
-        events = [(resolve(r.event), receivers) for r, receivers in outgoing]
+        events = [(resolve(e), receivers) for r, receivers in outgoing
+                  for e in (r.events if r.more else (r.event,))]
         if not self.other and all(e.record is None and e.owner in (None, self.agent)
                                   for e, _ in events):
             after = self.total  # a fresh merge: adding to it changes nothing booked
@@ -188,7 +189,11 @@ class Ledger:
         return lambda release: self._book(group, release)
 
     def _book(self, group: EventBook, release: Release) -> None:
-        event = release.event
+        self._book_event(group, release.event)
+        for event in release.more:  # a release of several records (a token)
+            self._book_event(group, event)
+
+    def _book_event(self, group: EventBook, event: PrivacyEvent) -> None:
         if event.__class__ in TRANSFORMS:
             event = resolve(event)
         owner = event.owner

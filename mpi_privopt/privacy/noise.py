@@ -31,6 +31,8 @@ stream                spawn key
 ====================  ==========================================
 agent ``a``'s noise   ``(AGENT_NOISE_TAG, a)``, tag ``0x4E010001``
 link ``s -> r``       ``(LINK_NOISE_TAG, s, r)``, tag ``0x4E010002``
+agent ``a``, chain c  ``(CHAIN_NOISE_TAG, a, c)``, tag ``0x4E010003`` (a token method's
+                      independent chains, :func:`chain_noise`)
 ====================  ==========================================
 
 The engine's algorithm stream of agent ``k`` is ``SeedSequence(seed).spawn(K)[k]``, i.e.
@@ -88,6 +90,7 @@ NOISE_MODES = ("fast", "secure")
 #: Spawn-key tags of the fast streams (see the module docstring).
 AGENT_NOISE_TAG = 0x4E010001
 LINK_NOISE_TAG = 0x4E010002
+CHAIN_NOISE_TAG = 0x4E010003
 
 #: Secure mode's default lattice step ``g``.
 DEFAULT_GRANULARITY = 2.0 ** -30
@@ -375,3 +378,18 @@ def link_noise(mode: str, seed: int, sender: int, receiver: int, *,
     if mode == "secure":
         return SecureNoise(granularity)
     return FastNoise(np.random.SeedSequence(seed, spawn_key=(LINK_NOISE_TAG, sender, receiver)))
+
+
+def chain_noise(mode: str, seed: int, agent: int, chain: int, *,
+                granularity: float | None = None) -> NoiseSource:
+    """Agent ``agent``'s noise for chain ``chain`` of a token method (one stream per chain).
+
+    ``fast``: ``FastNoise(SeedSequence(seed, spawn_key=(CHAIN_NOISE_TAG, agent, chain)))``.
+    ``secure``: ``SecureNoise(granularity)`` from OS entropy.
+    """
+    _check_mode(mode)
+    seed, agent = _check_index("seed", seed), _check_index("agent", agent)
+    chain = _check_index("chain", chain)
+    if mode == "secure":
+        return SecureNoise(granularity)
+    return FastNoise(np.random.SeedSequence(seed, spawn_key=(CHAIN_NOISE_TAG, agent, chain)))

@@ -35,16 +35,27 @@ class Release:
         What was released: the mechanism's event for a private release, a
         :class:`PublicEvent` or a :class:`NonPrivateEvent`. The per-link ledger books it on
         every link the release travels.
+    more : tuple of PrivacyEvent, optional
+        Further events the same payload releases, booked like ``event`` (a token carries
+        the contributions of several records, each its own event).
     """
 
-    __slots__ = ("payload", "event")
+    __slots__ = ("payload", "event", "more")
 
-    def __init__(self, payload: np.ndarray, event: PrivacyEvent) -> None:
-        if not isinstance(event, PrivacyEvent):
+    def __init__(self, payload: np.ndarray, event: PrivacyEvent,
+                 more: tuple[PrivacyEvent, ...] = ()) -> None:
+        if not isinstance(event, PrivacyEvent) or not all(
+                isinstance(e, PrivacyEvent) for e in more):
             raise TypeError("a release carries the privacy event that describes it: a "
                             "mechanism's event, PublicEvent() or NonPrivateEvent(note)")
         self.payload = np.ascontiguousarray(payload)
         self.event = event
+        self.more = tuple(more)
+
+    @property
+    def events(self) -> tuple[PrivacyEvent, ...]:
+        """Every event of the release: ``event`` and then ``more``."""
+        return (self.event, *self.more)
 
     @property
     def kind(self) -> str:
@@ -70,4 +81,5 @@ class Release:
         return cls(payload, _PUBLIC_EVENT)
 
     def __repr__(self) -> str:
-        return f"Release(shape={self.payload.shape}, event={self.event!r})"
+        more = f", more={len(self.more)}" if self.more else ""
+        return f"Release(shape={self.payload.shape}, event={self.event!r}{more})"

@@ -54,6 +54,9 @@ class ProblemConfig:
     loss : str
         Override of the problem's loss (a key of :data:`LOSSES`); "" keeps the default.
         The task (regression / classification) follows the loss actually used.
+    radius : float
+        For ``name = "singular"`` only: the norm r of every record's features (the
+        paper's r = 0.5, 0.3, 0.15, 0.1).
     preset : str
         For ``name = "polynomial"`` only: which polynomial objectives the agents hold
         (:data:`~mpi_privopt.problems.polynomial_presets.PRESETS`; "" is ``gade2017``).
@@ -70,6 +73,7 @@ class ProblemConfig:
     huber_delta: float = 1.0
     loss: str = ""
     preset: str = ""
+    radius: float = 0.5
 
 
 def _is_real(x: object) -> bool:
@@ -137,6 +141,11 @@ def validate_problem_config(cfg: ProblemConfig) -> None:
         raise ConfigError(
             f"[problem] huber_delta = {cfg.huber_delta!r} must be a finite number > 0",
             "set [problem] huber_delta to e.g. 1.0",
+        )
+    if not _is_real(cfg.radius) or cfg.radius <= 0:
+        raise ConfigError(
+            f"[problem] radius = {cfg.radius!r} must be a finite number > 0",
+            "set [problem] radius to the feature norm r of the singular records, e.g. 0.5",
         )
     if not isinstance(cfg.loss, str) or (cfg.loss and cfg.loss not in LOSSES):
         raise ConfigError(

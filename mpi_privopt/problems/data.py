@@ -20,6 +20,7 @@ from mpi_privopt.problems.datafiles import (
     read_table,
     short_list,
 )
+from mpi_privopt.problems.records import SINGULAR, singular_block
 from mpi_privopt.problems.synthetic import synthetic_agent_data
 
 __all__ = ["load_agent_data", "AGENT_PLACEHOLDER", "agent_path", "classification_labels"]
@@ -42,7 +43,8 @@ def load_agent_data(
     Parameters
     ----------
     cfg : ProblemConfig
-        ``cfg.data == ""`` selects synthetic data (``samples``, ``features``, ``noise``);
+        ``cfg.data == ""`` selects synthetic data (``samples``, ``features``, ``noise``;
+        for ``name = "singular"``, agent k's block of the paper's N = ``samples`` records);
         otherwise a path to a single ``.npz``/``.csv`` with an ``agent`` column, or a
         pattern containing ``{agent}`` naming one file per agent.
     agent : int
@@ -70,6 +72,9 @@ def load_agent_data(
     if cfg.name == POLYNOMIAL:
         return np.empty((0, preset_dimension(cfg.preset, cfg.features))), np.empty(0)
     task = problem_loss(cfg).task
+    if cfg.name == SINGULAR and not cfg.data:
+        return singular_block(cfg.samples, cfg.features, cfg.noise, cfg.radius, agent,
+                              n_agents)
     if not cfg.data:
         return synthetic_agent_data(seed, agent, cfg.samples, cfg.features, cfg.noise, task)
     if AGENT_PLACEHOLDER in cfg.data:

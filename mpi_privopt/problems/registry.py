@@ -50,5 +50,8 @@ PROBLEMS: dict[str, ProblemSpec] = {
         _spec("svm", "hinge", 0.0, 0.01),
         _spec("logistic", "logistic", 0.0, 0.01),
         _spec("huber", "huber", 0.0, 0.01),
+        # Chan, Xie & Zhao 2023's elastic net (c1 = 0.01, c2 = 0.1) on their generator's
+        # records (problems/records.py); samples = N records in all, split in blocks
+        _spec("singular", "squared", 0.01, 0.1),
     )
 }

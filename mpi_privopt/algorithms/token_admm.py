@@ -1,0 +1,268 @@
+r"""Noisy gradient ADMM as a token walking the graph (Chan, Xie & Zhao 2023, notes 6.2).
+
+The state ``(xt, lam)`` is a token. One iteration is done by the holder, with one of its
+records i (:mod:`~mpi_privopt.algorithms.gradient_admm`, the paper's Algorithm 1 with
+A = I, B = -I, c = 0)::
+
+    y     = G(lam - beta xt)         = -soft(lam - beta xt, c1) / (2 c2 + beta)     (5)
+    lam'  = lam - beta (xt - y)                                                     (6)
+    x'    = (xt - eta [clip(grad f_i(xt)) - beta y - lam']) / (1 + eta beta)       (7)
+    xt'   = x' + N(0, sigma^2 I)          drawn from the holder's own stream of this chain
+
+then the token ``(xt', lam')`` goes to the next holder over a graph link (phase
+``"token"``); the clean x' never leaves the holder. From ``xt_0 = x0 * 1``, ``lam_0 = 0``.
+Schedules (public and seeded, :mod:`~mpi_privopt.algorithms.token_plan`): ``ring`` (a
+Hamiltonian cycle; each holder uses its next unused record in index order), ``walk`` (a
+uniform random neighbour; the same record order), ``sample`` (the paper's experiment: the
+record drawn with replacement, the token relayed along shortest paths to its owner; relays
+do not iterate). After the last iteration the last holder releases the token to every agent
+along the public spanning tree (phase ``"token.final"``). ``chains = N`` runs N independent
+tokens at once, each with its own schedule stream and noise streams.
+
+Privacy, per observer: every agent that sees the token (a holder, a relay, a receiver of
+the final release) is an observer. When the token reaches observer q, q sees every
+iteration done since its previous sighting for the first time, each ``k`` noisy iterations
+after it; the message to q carries, for each such iteration's record j (of another agent),
+the event ``AmplifiedGaussianEvent(GaussianEvent(eta Delta, sigma, owner, record), k)``,
+which :mod:`~mpi_privopt.privacy.amplification` resolves to ``min(local, amplified)``
+zCDP. Delta is the replace-one radius: ``2 clip`` with clipping, else the declared bounded
+domain's ``2 max ||grad f||`` (notes A3; a declaration, not enforced). With sigma = 0 or an
+unbounded Delta every such event is non-private (unbounded, never zero).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..privacy.amplification import AmplificationConstants, AmplifiedGaussianEvent
+from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
+from ..privacy.noise import chain_noise
+from ..privacy.release import Release
+from ..token_channel import TokenChannel
+from .. import walks
+from .base import Algorithm, register
+from .gradient_admm import ElasticNetPenalty, iteration
+from .token_plan import TOKEN_SCHEDULES, TokenPlan, plan_chain
+
+__all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "replace_one_radius"]
+
+#: which amplified bound the ledger books (``local``: none, every sighting at local cost)
+BOUNDS = ("convex", "strongly-convex", "local")
+#: the strongly convex exponent (notes A1)
+EXPONENTS = ("paper", "conservative", "precise")
+#: the note of a non-private token event
+UNBOUNDED_NOTE = "token-admm: sigma = 0 or no bound on Delta (set algorithm.clip or algorithm.domain)"
+
+
+@dataclasses.dataclass
+class TokenADMMParams:
+    """The ``[algorithm]`` keys of ``token-admm`` (docs/algorithms/token-admm.md)."""
+
+    schedule: str = "ring"
+    eta: float = 0.1
+    beta: float = 0.9
+    sigma: float = 0.01
+    x0: float = 3.0
+    chains: int = 1
+    reuse: bool = False
+    start: int = 0
+    clip: float = math.inf
+    domain: float = math.inf
+    feature_bound: float = math.inf
+    label_bound: float = math.inf
+    nu: float = 0.0
+    mu: float = 0.0
+    bound: str = "convex"
+    exponent: str = "conservative"
+
+
+def _check_params(name: str, params: TokenADMMParams) -> None:
+    if not params.clip > 0:
+        raise ConfigError(f"algorithm.clip = {params.clip} must be > 0 for {name!r}",
+                          "give the per-record gradient norm bound, or inf for no clipping")
+    if not (isinstance(params.chains, int) and params.chains >= 1):
+        raise ConfigError(f"algorithm.chains = {params.chains!r} must be an integer >= 1",
+                          "set the number of independent tokens, e.g. 1")
+    if not (isinstance(params.start, int) and params.start >= 0):
+        raise ConfigError(f"algorithm.start = {params.start!r} must be an agent id >= 0",
+                          "set the first holder, e.g. 0")
+
+
+def _check_problem(name: str, cfg) -> None:
+    if cfg.problem.clip:
+        raise ConfigError(
+            f"[problem] clip = {cfg.problem.clip} is set, but {name!r} clips each record's "
+            "gradient itself", "remove [problem] clip and set algorithm.clip")
+
+
+def replace_one_radius(params: TokenADMMParams, loss) -> float:
+    """Delta of Def. 3.3 for replacing one record: ``sup_x ||grad f(x) - grad f'(x)||``.
+
+    ``2 clip`` with clipping; else, on the declared domain ``||x|| <= domain`` with
+    ``||a|| <= feature_bound`` and ``|b| <= label_bound``, twice the largest gradient norm
+    (squared: ``2 * 2 (r X + B) r``, notes A3); ``inf`` when neither is declared.
+    """
+    radius = 2.0 * params.clip
+    bounds = (params.domain, params.feature_bound, params.label_bound)
+    if all(math.isfinite(v) for v in bounds):
+        r = params.feature_bound
+        g = float(loss.derivative_bound(np.array([r]), np.array([params.label_bound]),
+                                        params.domain)[0]) * r
+        radius = min(radius, 2.0 * g)
+    return radius
+
+
+def _bound_note(constants: AmplificationConstants) -> str:
+    """The amplification module's verdict on the requested bound ('' when it applies)."""
+    try:
+        from ..privacy.amplification import bound_applies
+    except ImportError:  # the bounds are not in this build yet: the transform decides
+        return ""
+    verdict = bound_applies(constants)
+    if verdict is True or verdict is None:
+        return ""
+    if isinstance(verdict, tuple):
+        ok, message = verdict[0], verdict[-1]
+        return "" if ok else str(message)
+    return "" if verdict is True else str(verdict)
+
+
+@register
+class TokenADMM(Algorithm):
+    __doc__ = __doc__
+
+    name = "token-admm"
+    summary = "noisy gradient ADMM as a token on the graph, amplification per observer (Chan et al. 2023)"
+    private = True
+    uses_records = True
+    Params = TokenADMMParams
+    positive = ("eta", "beta")
+    non_negative = {"sigma": "sigma is the noise of each iteration (0: no privacy, reported "
+                             "as unbounded)",
+                    "nu": "nu is the smoothness of every record's f (0: from the loss and "
+                          "algorithm.feature_bound)",
+                    "mu": "mu is the strong convexity of every record's f (0: none)"}
+    choices = {"schedule": TOKEN_SCHEDULES, "bound": BOUNDS, "exponent": EXPONENTS}
+    param_checks = (_check_params,)
+    config_checks = (_check_problem,)
+
+    def __init__(self, agent, params: TokenADMMParams) -> None:
+        super().__init__(agent, params)
+        records = self.records = agent.problem
+        n = self.dim = records.n_features
+        K, T = agent.n_agents, agent.iterations
+        if params.start >= K:
+            raise ConfigError(f"algorithm.start = {params.start} is not an agent (0..{K - 1})",
+                              "start the token at an agent of the graph")
+        self.penalty = ElasticNetPenalty(records.c1, records.c2)
+        graph_name = f"the topology with {K} agents"
+        self.plans: list[TokenPlan] = [
+            plan_chain(params.schedule, agent.graph, T, records.counts, agent.seed, c,
+                       start=params.start, reuse=params.reuse, name=graph_name)
+            for c in range(params.chains)]
+        self.channels = [
+            TokenChannel(agent.net, plan.holders, 2 * n, phase="token", chain=c,
+                         tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))
+            for c, plan in enumerate(self.plans)]
+        mode = agent.privacy.noise if agent.privacy is not None else "fast"
+        self.noise = [chain_noise(mode, agent.seed, agent.id, c) for c in range(params.chains)]
+        self.delta_radius = replace_one_radius(params, records.loss)
+        nu = params.nu or (records.loss.max_curvature * params.feature_bound ** 2)
+        self.constants = AmplificationConstants(
+            eta=params.eta, beta=params.beta, nu=nu, mu=params.mu,
+            mu_g=self.penalty.strong_convexity, bound=params.bound, exponent=params.exponent)
+        self.bound_note = _bound_note(self.constants) if params.bound != "local" else ""
+        if self.bound_note and agent.id == 0:
+            warnings.warn(self.bound_note, stacklevel=2)
+        self.private_events = params.sigma > 0 and math.isfinite(self.delta_radius)
+        # the token as this agent last saw it, per chain (x~ then lambda)
+        initial = np.concatenate([np.full(n, float(params.x0)), np.zeros(n)])
+        self.initial = initial
+        self.tokens = [initial.copy() for _ in range(params.chains)]
+
+    # -- privacy events ---------------------------------------------------------------------
+
+    def _event(self, plan: TokenPlan, i: int, k: int) -> PrivacyEvent:
+        """What an observer learns of iteration i's record, seen k noisy iterations later."""
+        owner, record = int(plan.owners[i]), int(plan.records[i])
+        if not self.private_events:
+            return NonPrivateEvent(UNBOUNDED_NOTE, owner=owner, record=record)
+        sensitivity = self.noise[0].effective_sensitivity(
+            self.params.eta * self.delta_radius, self.dim)
+        base = GaussianEvent(sensitivity, self.params.sigma, owner=owner, unit="record",
+                             record=record)
+        return AmplifiedGaussianEvent(base, k, self.constants, owner=owner, unit="record",
+                                      record=record)
+
+    def _release(self, plan: TokenPlan, token: np.ndarray, observer: int, at: int) -> Release:
+        """The token as ``observer`` sees it after step ``at``, with what it learns."""
+        events = [self._event(plan, i, k) for i, k in plan.seen(observer, at)]
+        if not events:  # nothing new since its previous sighting: post-processing
+            return Release.public(token)
+        return Release(token, events[0], tuple(events[1:]))
+
+    # -- one iteration ------------------------------------------------------------------------
+
+    def _iterate(self, c: int, i: int, token: np.ndarray) -> np.ndarray:
+        """Iteration i of chain c on this agent's record: the new token (x~', lam')."""
+        n, params, plan = self.dim, self.params, self.plans[c]
+        x_tilde, lam = token[:n], token[n:]
+        gradient = self.records.gradient(plan.local_index(i), x_tilde, params.clip)
+        _, lam_new, x_new = iteration(x_tilde, lam, gradient, self.penalty, params.beta,
+                                      params.eta)
+        if params.sigma > 0:
+            noise = self.noise[c]
+            x_new = noise.round_to_grid(x_new) + noise.gaussian(params.sigma, n)
+        return np.concatenate([x_new, lam_new])
+
+    def step(self, n: int) -> None:
+        i = n - 1
+        me = self.agent.id
+        for c, (plan, channel) in enumerate(zip(self.plans, self.channels)):
+            for s in plan.window(i):
+                if not channel.holds(s):
+                    continue
+                token = self.initial if s == 0 else channel.receive(s)
+                if s == plan.steps[i]:
+                    token = self._iterate(c, i, token)
+                self.tokens[c] = np.array(token, copy=True)
+                if s + 1 < plan.n_steps:
+                    following = int(plan.holders[s + 1])
+                    if following != me:
+                        channel.pass_on(self._release(plan, token, following, s), s)
+                    else:
+                        channel.pass_on(Release.public(token), s)
+        if n == self.agent.iterations:
+            self._finish()
+
+    def _finish(self) -> None:
+        """The final release of every chain along its public spanning tree."""
+        for c, (plan, channel) in enumerate(zip(self.plans, self.channels)):
+            last = plan.n_steps - 1
+            mine = self.tokens[c] if channel.holds(last) else None
+            for_child = (lambda token, v, plan=plan, last=last:
+                         self._release(plan, np.array(token, copy=True), v, last))
+            final = channel.finish(None if mine is None else Release.public(mine),
+                                   for_child=for_child)
+            self.tokens[c] = np.array(final, copy=True)
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """x~ of chain 0 as this agent last saw it (after the run: the released token)."""
+        return self.tokens[0][:self.dim]
+
+    def report(self) -> dict:
+        p = self.params
+        eta_delta = p.eta * self.delta_radius
+        local_rho = (math.inf if not self.private_events
+                     else eta_delta ** 2 / (2.0 * p.sigma ** 2))
+        out = {"schedule": p.schedule, "chains": p.chains, "Delta": self.delta_radius,
+               "local_rho": local_rho, "bound": p.bound, "exponent": p.exponent,
+               "nu": self.constants.nu, "records": int(self.records.n_records)}
+        if self.bound_note:
+            out["bound_note"] = self.bound_note
+        return out
