@@ -38,7 +38,8 @@ import warnings
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.amplification import AmplificationConstants, AmplifiedGaussianEvent
+from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
+                                     AmplifiedGaussianEvent, bound_applies)
 from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
@@ -50,10 +51,6 @@ from .token_plan import TOKEN_SCHEDULES, TokenPlan, plan_chain
 
 __all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "replace_one_radius"]
 
-#: which amplified bound the ledger books (``local``: none, every sighting at local cost)
-BOUNDS = ("convex", "strongly-convex", "local")
-#: the strongly convex exponent (notes A1)
-EXPONENTS = ("paper", "conservative", "precise")
 #: the note of a non-private token event
 UNBOUNDED_NOTE = "token-admm: sigma = 0 or no bound on Delta (set algorithm.clip or algorithm.domain)"
 
@@ -87,6 +84,11 @@ def _check_params(name: str, params: TokenADMMParams) -> None:
     if not (isinstance(params.chains, int) and params.chains >= 1):
         raise ConfigError(f"algorithm.chains = {params.chains!r} must be an integer >= 1",
                           "set the number of independent tokens, e.g. 1")
+    if params.bound != "local" and not params.nu and math.isinf(params.feature_bound):
+        raise ConfigError(
+            f"algorithm.bound = {params.bound!r} needs the smoothness nu of every record's f",
+            "set algorithm.nu, or algorithm.feature_bound (nu = the loss's curvature x "
+            "feature_bound^2), or algorithm.bound = \"local\" (no amplification)")
     if not (isinstance(params.start, int) and params.start >= 0):
         raise ConfigError(f"algorithm.start = {params.start!r} must be an agent id >= 0",
                           "set the first holder, e.g. 0")
@@ -114,21 +116,6 @@ def replace_one_radius(params: TokenADMMParams, loss) -> float:
                                         params.domain)[0]) * r
         radius = min(radius, 2.0 * g)
     return radius
-
-
-def _bound_note(constants: AmplificationConstants) -> str:
-    """The amplification module's verdict on the requested bound ('' when it applies)."""
-    try:
-        from ..privacy.amplification import bound_applies
-    except ImportError:  # the bounds are not in this build yet: the transform decides
-        return ""
-    verdict = bound_applies(constants)
-    if verdict is True or verdict is None:
-        return ""
-    if isinstance(verdict, tuple):
-        ok, message = verdict[0], verdict[-1]
-        return "" if ok else str(message)
-    return "" if verdict is True else str(verdict)
 
 
 @register
@@ -172,10 +159,14 @@ class TokenADMM(Algorithm):
         self.noise = [chain_noise(mode, agent.seed, agent.id, c) for c in range(params.chains)]
         self.delta_radius = replace_one_radius(params, records.loss)
         nu = params.nu or (records.loss.max_curvature * params.feature_bound ** 2)
+        if not math.isfinite(nu):  # bound = "local" (checked): nu is never used
+            nu = 1.0
         self.constants = AmplificationConstants(
             eta=params.eta, beta=params.beta, nu=nu, mu=params.mu,
             mu_g=self.penalty.strong_convexity, bound=params.bound, exponent=params.exponent)
-        self.bound_note = _bound_note(self.constants) if params.bound != "local" else ""
+        applies, why = bound_applies(self.constants)
+        #: the one set-up message when the requested bound does not apply ('' when it does)
+        self.bound_note = "" if applies else f"algorithm.bound = {params.bound!r}: {why}"
         if self.bound_note and agent.id == 0:
             warnings.warn(self.bound_note, stacklevel=2)
         self.private_events = params.sigma > 0 and math.isfinite(self.delta_radius)
