@@ -28,7 +28,18 @@ rss-nb          60   2e-4       Delta = 0 = Gade & Vaidya's DGD (fused point), 0
                                 measured <= 5.5e-5
 rss-lb          60   2e-4       Delta = 0: the same DGD as rss-nb (5.5e-5)
 fs              60   2e-4       sigma = 0 (zero shares): the same DGD (5.5e-5)
+token-admm     600   6e-2       sigma = 0, a random walk, each iteration one record's
+                                gradient with a constant eta = 0.005: an incremental
+                                method stalls at an O(eta) distance (and the walk weights
+                                agents by degree); measured 3.4e-3, 9.5e-3, 2.2e-2,
+                                1.2e-2 on 2, 3, 5, 8 ranks (eta = 0.01: 1.8e-2 to 6.8e-2;
+                                the start x0 = 0 is at error K)
 ============== ===== ========== ======================================================
+
+A token method's traffic is not the same on every link: its case gives the expected
+matrices (``traffic``) from the public schedule instead of a per-link count, and, as the
+token carries other agents' records, its ledger rows (the owner) may name observers off the
+graph (``carries_others``).
 
 The ADMM bound leaves three decades over the slowest measured rank count. The DGD bound
 leaves 3x, and discriminates: the same methods with the step decaying only as
@@ -93,12 +104,23 @@ class Case:
     messages : callable
         ``(T, P) -> (messages, bytes)`` on every directed link of the graph after T
         iterations.
+    iterations : int or None
+        Iterations of the noiseless run (None: ``CONVERGENCE_ITERATIONS``).
+    traffic : callable or None
+        ``(adjacency, T, P) -> (messages, bytes)`` K x K matrices, for a method whose
+        traffic differs between links (instead of ``messages``).
+    carries_others : bool
+        Whether its messages carry other agents' data (a token): ledger rows may then name
+        observers that are not the owner's neighbours.
     """
 
     noiseless: list[str]
     noisy: list[str] | None
     tolerance: float
     messages: Callable[[int, int], tuple[int, int]] = field(default=per_iteration(1))
+    iterations: int | None = None
+    traffic: Callable | None = None
+    carries_others: bool = False
 
 
 CASES: dict[str, Case] = {
@@ -127,6 +149,33 @@ CASES: dict[str, Case] = {
                ["algorithm.name=fs", "algorithm.sigma=0.1", *DGD_STEPS],
                DGD_TOLERANCE, function_sharing_count(degree=2)),
 }
+
+
+def token_traffic(adjacency, T: int, P: int):
+    """token-admm on the walk schedule (chain 0, run seed 0): one message per hop of the
+    walk, then one per link of the spanning tree from the last holder; 2P float64 each."""
+    import networkx as nx
+    import numpy as np
+
+    from mpi_privopt import walks
+    graph = nx.from_numpy_array(np.asarray(adjacency))
+    holders = walks.walk(graph, T, 0, chain=0)
+    messages = np.zeros_like(adjacency)
+    for a, b in walks.hops(holders):
+        messages[a, b] += 1
+    for child, parent in walks.spanning_tree(graph, int(holders[-1])).items():
+        messages[parent, child] += 1
+    return messages, messages * 2 * P * 8
+
+
+#: token-admm: a random walk, every record reused as needed, no clipping by the problem
+TOKEN = ["algorithm.name=token-admm", "algorithm.schedule=walk", "algorithm.reuse=true",
+         "algorithm.x0=0", "algorithm.eta=0.005", "problem.clip=0"]
+CASES["token-admm"] = Case(
+    [*TOKEN, "algorithm.sigma=0", "algorithm.bound=local", "privacy.epsilon=inf"],
+    [*TOKEN, "algorithm.sigma=1", "algorithm.clip=5", "algorithm.feature_bound=4",
+     "privacy.epsilon=inf"],
+    6e-2, iterations=600, traffic=token_traffic, carries_others=True)
 
 
 def case_for(name: str) -> Case:
