@@ -366,6 +366,7 @@ def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]
         evaluation_note=EVALUATION_NOTES[cfg.run.evaluate],
         l1=s.problem.l1,
         algorithm_report=s.algorithm.report() or None,
+        worst_observer_entry=(privacy.get("observers") or {}).get("worst"),
     )
     if not algorithm_cls.private:
         summary.privacy_note = (

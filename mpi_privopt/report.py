@@ -93,9 +93,31 @@ def text_report(run: dict) -> str:
                  f"{_eps(finite.max()) if finite.size else '-'}")
     if K <= SHOW_FULL:
         lines += _matrix_text(eps, _eps)
+    observers = p.get("observers")
+    if observers is not None:
+        lines += _observer_text(observers, p["delta"], K)
     for note in p.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
+    """A token method's observer matrix: what each observer learned of each agent's data."""
+    worst = observers["worst"]
+    where = ("" if worst is None else
+             f": worst {_eps(worst['epsilon'])} (observer {worst['observer']}, agent "
+             f"{worst['owner']}'s worst record)")
+    lines = [f"\nobserver matrix: epsilon at delta {delta:g} of the worst single record "
+             f"(row = observer, column = owner; . = saw nothing of it){where}"]
+    if K <= SHOW_FULL:
+        eps = np.array([[np.nan if v is None else v for v in row]
+                        for row in observers["epsilon"]], dtype=float)
+        lines += _matrix_text(eps, _eps)
+        rho = np.array([[np.nan if v is None else v for v in row]
+                        for row in observers["rho"]], dtype=float)
+        lines.append("the same as zCDP rho:")
+        lines += _matrix_text(rho, _eps)
+    return lines
 
 
 def plot_report(run: dict, png: str | Path) -> None:

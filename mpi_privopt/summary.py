@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 #: the summary keys written only when they have a value
-OPTIONAL = ("algorithm_report", "privacy_note")
+OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry")
 
 
 @dataclass
@@ -62,6 +62,8 @@ class RunSummary:
     l1: float | None = None
     algorithm_report: dict[str, Any] | None = None
     privacy_note: str | None = None
+    #: a token method: the worst entry (observer, owner, epsilon, rho) of the observer matrix
+    worst_observer_entry: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The value of summary.json key ``key`` (KeyError if the run has none)."""
@@ -109,6 +111,14 @@ def _privacy_line(s: RunSummary) -> str:
             f"({s.worst_link_conversion} conversion, {s.noise} noise)")
 
 
+def _observer_line(worst: dict) -> str:
+    eps = worst["epsilon"]
+    value = ("inf (unbounded)" if math.isinf(eps) else
+             f"{eps:.4g} (rho {worst['rho']:.4g})")
+    return (f"worst entry: observer {worst['observer']} about agent {worst['owner']}'s "
+            f"worst record, epsilon {value}")
+
+
 def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
     if s.final_error is not None:
         return [("final error", f"{s.final_error:.3e}   (sum_k ||w_k - w_c||^2 / ||w_c||^2)"),
@@ -134,6 +144,8 @@ def format_summary(s: RunSummary) -> str:
         ("bytes sent", f"{_human_bytes(s.bytes_total)} in total, "
                        f"{_human_bytes(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
         ("privacy", _privacy_line(s)),
+        *([("observer matrix", _observer_line(s.worst_observer_entry))]
+          if s.worst_observer_entry else []),
         *((str(k), str(v)) for k, v in (s.algorithm_report or {}).items()),
         ("run directory", s.run_dir),
     ]

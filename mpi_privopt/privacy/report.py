@@ -95,7 +95,7 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             "budget": snapshot["budget"],
             "groups": groups,
         })
-    return {
+    report = {
         "delta": delta,
         "noise": noise,
         "rows": "agent whose data is protected (the sender, unless another agent carried it on)",
@@ -108,6 +108,29 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
         "worst_link_epsilon": worst_eps if worst_link is not None else 0.0,
         "notes": notes,
     }
+    if foreign:
+        report["observers"] = observer_matrix(matrices)
+    return report
+
+
+def observer_matrix(matrices: dict) -> dict:
+    """The links matrices seen from the observers (a token carries other agents' records).
+
+    Entry (q, j): what observer q learned of agent j's data, the worst single record of j
+    (sequential over q's sightings, parallel over j's records), i.e. ``links[j][q]``.
+    """
+    K = len(matrices["epsilon"])
+    flip = {name: [[matrices[name][j][q] for j in range(K)] for q in range(K)]
+            for name in ("epsilon", "rho", "releases")}
+    entries = [(flip["epsilon"][q][j], q, j) for q in range(K) for j in range(K)
+               if flip["epsilon"][q][j] is not None]
+    worst = None
+    if entries:
+        eps, q, j = max(entries, key=lambda e: (e[0], -e[1], -e[2]))
+        worst = {"observer": q, "owner": j, "epsilon": eps, "rho": flip["rho"][q][j]}
+    return {"rows": "observer (every agent that saw the token)",
+            "columns": "owner: the worst single record of that agent's data",
+            **flip, "worst": worst}
 
 
 def coalition_epsilon(report: dict, agent: int, observers: Sequence[int]) -> dict:
