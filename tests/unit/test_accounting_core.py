@@ -40,7 +40,13 @@ def test_events_name_their_owner_unit_and_record():
 
 
 def test_a_release_carries_its_payload_and_its_event_only():
-    assert Release.__slots__ == ("payload", "event")
+    # and, for a token carrying several records, further events (``more``, empty otherwise)
+    assert Release.__slots__ == ("payload", "event", "more")
+    assert Release(np.zeros(1), LaplaceEvent(1.0, 1.0)).more == ()
+    two = Release(np.zeros(1), LaplaceEvent(1.0, 1.0), (LaplaceEvent(1.0, 2.0),))
+    assert two.events == (LaplaceEvent(1.0, 1.0), LaplaceEvent(1.0, 2.0))
+    with pytest.raises(TypeError, match="privacy event"):
+        Release(np.zeros(1), LaplaceEvent(1.0, 1.0), ("private",))
     with pytest.raises(TypeError, match="privacy event"):
         Release(np.zeros(1), "private")
     mech = LaplaceMechanism(agent_noise("fast", 0, 2), owner=2, unit="dataset")
