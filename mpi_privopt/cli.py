@@ -45,10 +45,16 @@ def cmd_check(args) -> int:
     from .engine import build_graph
     from .topology import describe
 
+    from .algorithms import ALGORITHMS
+
     cfg = load_config(args.config, args.overrides)
     graph = build_graph(cfg, args.ranks)
-    for agent in range(args.ranks):
-        problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
+    counts = [len(problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)[1])
+              for agent in range(args.ranks)]
+    # what a method can refuse only once it sees the graph and the data (a token schedule)
+    check_setup = getattr(ALGORITHMS[cfg.algorithm.name], "check_setup", None)
+    if check_setup is not None:
+        check_setup(cfg, graph, counts)
     info = describe(graph)
     print(f"config {cfg.source}: OK for {args.ranks} ranks")
     print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")

@@ -137,20 +137,31 @@ class TokenADMM(Algorithm):
     param_checks = (_check_params,)
     config_checks = (_check_problem,)
 
+    @staticmethod
+    def plans_for(params: TokenADMMParams, graph, iterations: int, counts,
+                  seed: int) -> list[TokenPlan]:
+        """Every chain's public plan; ConfigError when the schedule cannot run."""
+        K = graph.number_of_nodes()
+        if params.start >= K:
+            raise ConfigError(f"algorithm.start = {params.start} is not an agent (0..{K - 1})",
+                              "start the token at an agent of the graph")
+        return [plan_chain(params.schedule, graph, iterations, counts, seed, c,
+                           start=params.start, reuse=params.reuse,
+                           name=f"the topology with {K} agents")
+                for c in range(params.chains)]
+
+    @classmethod
+    def check_setup(cls, cfg, graph, counts) -> None:
+        """Refuse before launch (``mpi_privopt check``) what the set-up would refuse."""
+        cls.plans_for(cfg.algorithm.params, graph, cfg.run.iterations, counts, cfg.run.seed)
+
     def __init__(self, agent, params: TokenADMMParams) -> None:
         super().__init__(agent, params)
         records = self.records = agent.problem
         n = self.dim = records.n_features
-        K, T = agent.n_agents, agent.iterations
-        if params.start >= K:
-            raise ConfigError(f"algorithm.start = {params.start} is not an agent (0..{K - 1})",
-                              "start the token at an agent of the graph")
         self.penalty = ElasticNetPenalty(records.c1, records.c2)
-        graph_name = f"the topology with {K} agents"
-        self.plans: list[TokenPlan] = [
-            plan_chain(params.schedule, agent.graph, T, records.counts, agent.seed, c,
-                       start=params.start, reuse=params.reuse, name=graph_name)
-            for c in range(params.chains)]
+        self.plans = self.plans_for(params, agent.graph, agent.iterations, records.counts,
+                                    agent.seed)
         self.channels = [
             TokenChannel(agent.net, plan.holders, 2 * n, phase="token", chain=c,
                          tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))

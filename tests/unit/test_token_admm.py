@@ -124,3 +124,27 @@ def test_delta_from_clip_or_a_declared_domain():
     p = TokenADMMParams(domain=10.0, feature_bound=0.5, label_bound=2.0)
     assert replace_one_radius(p, squared) == pytest.approx(2 * 2 * (0.5 * 10 + 2) * 0.5)
     assert math.isinf(replace_one_radius(TokenADMMParams(), squared))
+
+
+def test_a_release_of_several_records_is_booked_per_owner_and_record():
+    from mpi_privopt.privacy.events import ZCDPEvent
+    from mpi_privopt.privacy.ledger import Ledger
+    from mpi_privopt.privacy.release import Release
+    from mpi_privopt.privacy.report import privacy_report
+
+    ledgers = [Ledger(k, [(k + 1) % 3], 1e-5) for k in range(3)]
+    # agent 0 passes a token to 1 carrying records of agents 2 (two of them) and 0
+    token = Release(np.zeros(2), ZCDPEvent(0.5, owner=2, record=4),
+                    (ZCDPEvent(0.25, owner=2, record=5), ZCDPEvent(1.0, owner=0, record=0)))
+    ledgers[0].on_release(token, [1], "token", 1)
+    # and later agent 2's record 4 again (a reuse): it composes with the first use
+    ledgers[0].on_release(Release(np.zeros(2), ZCDPEvent(0.5, owner=2, record=4)), [1],
+                          "token", 2)
+    report = privacy_report([l.to_dict() for l in ledgers], 1e-5, "fast")
+    obs = report["observers"]
+    assert obs["rho"][1][2] == pytest.approx(1.0)   # record 4: 0.5 + 0.5 (worst record)
+    assert obs["rho"][1][0] == pytest.approx(1.0)
+    assert obs["releases"][1][2] == 2               # the worst record's two uses
+    assert obs["rho"][2][0] is None                 # observer 2 saw nothing of agent 0
+    assert obs["worst"]["observer"] == 1 and obs["worst"]["owner"] in (0, 2)
+    assert report["links"]["rho"][2][1] == obs["rho"][1][2]  # the same figure, transposed
