@@ -216,3 +216,75 @@ def test_sigma_zero_is_unbounded_privacy(root):
         rho = json.loads((out / "privacy.json").read_text())["links"]["rho"]
         seen = [v for row in rho for v in row if v is not None]
         assert seen and all(v == float("inf") for v in seen)
+
+
+def first_sightings(holders, steps, owners, records, K):
+    """(observer, record) -> [k of each first sighting], by walking the schedule step by
+    step: an agent sees the token when it receives it and with the final release; at each
+    sighting, the iterations since its previous one, k = iterations after each up to then."""
+    steps = list(steps)
+    last = {int(holders[0]): 0}
+    seen = defaultdict(list)
+
+    def sight(q, at):
+        before = last.get(q, -1)
+        for i, s in enumerate(steps):
+            if before < s <= at and owners[i] != q:
+                seen[(q, int(records[i]))].append(sum(1 for t in steps if s < t <= at))
+
+    for s in range(1, len(holders)):
+        q = int(holders[s])
+        if holders[s - 1] != q:
+            sight(q, s - 1)
+        last[q] = s
+    for v in range(K):
+        if v != holders[-1]:
+            sight(v, len(holders) - 1)
+    return seen
+
+
+@pytest.mark.mpi(min_size=4)
+def test_observer_matrix_of_a_walk_with_amplification(root):
+    comm = MPI.COMM_WORLD
+    # a walk on a star: a leaf may miss the token for many iterations
+    K, n_records, T, sigma = comm.size, 40 * comm.size, 80, 0.3
+    eta, beta, clip = 1.0, 1.5, SETTINGS["clip"]  # beta eta = 1.5: the convex C = 5
+    out, events = run_case(root, "observers-walk", base(
+        "walk", "star", T, sigma, n_records, [f"algorithm.beta={beta}"]))
+    graph = graph_of("star", K)
+    offsets = records_of(n_records, K)
+    owners, records, holders = schedule("walk", graph, T, offsets, 3, 0)
+    expected = first_sightings(holders, range(T), owners, records, K)
+    got = defaultdict(list)
+    for q, owner, record, k, _ in events:
+        got[(q, record)].append(k)
+    assert {key: sorted(v) for key, v in got.items()} == \
+        {key: sorted(v) for key, v in expected.items()}
+    constants = AmplificationConstants(eta=eta, beta=beta, nu=2 * RADIUS ** 2, mu_g=0.2)
+    ratios = [amplification_ratio(k, constants) for ks in expected.values() for k in ks]
+    assert min(ratios) < 1.0, "some record is seen many iterations later: amplified"
+    if comm.rank != 0:
+        return
+    local = local_rho(eta, 2 * clip, sigma)
+    report = json.loads((out / "privacy.json").read_text())
+    # every record's book, per observer: the sum of its sightings' amplified rho
+    booked = defaultdict(float)
+    for agent in report["agents"]:
+        for group in agent["groups"]:
+            if group["record"] is not None:
+                for q in group["receivers"]:
+                    booked[(q, group["record"])] += group["rho"]
+    assert booked.keys() == expected.keys()
+    for key, ks in expected.items():
+        want = sum(local * amplification_ratio(k, constants) for k in ks)
+        assert booked[key] == pytest.approx(want, rel=1e-12), key
+    rho = report["links"]["rho"]
+    for q in range(K):
+        for j in range(K):
+            mine = [sum(local * amplification_ratio(k, constants) for k in ks)
+                    for (obs, r), ks in expected.items()
+                    if obs == q and offsets[j] <= r < offsets[j + 1]]
+            if not mine:
+                assert rho[j][q] is None or j == q or rho[j][q] == 0
+                continue
+            assert rho[j][q] == pytest.approx(max(mine), rel=1e-12), (q, j)
