@@ -47,13 +47,17 @@ def schedule(kind: str, graph, T: int, offsets: np.ndarray, seed: int, chain: in
 
 
 def run_chain(kind: str, graph, T: int, seed: int, chain: int, *, n_records: int,
-              n_features: int, noise: float, radius: float, eta: float, beta: float,
-              sigma: float, clip: float, x0: float, c1: float = 0.01,
-              c2: float = 0.1) -> np.ndarray:
-    """The final token (x~, lam) of one chain on the singular records."""
-    A, b, _ = make_singular(n_records, n_features, 18, noise, radius)
+              n_features: int, noise: float = 0.0, radius: float = 0.5, eta: float,
+              beta: float, sigma: float, clip: float, x0: float, c1: float = 0.01,
+              c2: float = 0.1, data=None, logistic: bool = False) -> np.ndarray:
+    """The final token (x~, lam) of one chain on the singular records, or on
+    ``data = (A, b, offsets)`` (a user's records; ``logistic``: log(1 + exp(-b <a, x>)))."""
+    if data is None:
+        A, b, _ = make_singular(n_records, n_features, 18, noise, radius)
+        offsets = records_of(n_records, graph.number_of_nodes())
+    else:
+        A, b, offsets = data
     K = graph.number_of_nodes()
-    offsets = records_of(n_records, K)
     owners, records, _ = schedule(kind, graph, T, offsets, seed, chain)
     streams = [np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(seed, spawn_key=(CHAIN_NOISE_TAG, k, chain)))) for k in range(K)]
@@ -61,7 +65,10 @@ def run_chain(kind: str, graph, T: int, seed: int, chain: int, *, n_records: int
     x, lam = np.full(n_features, x0), np.zeros(n_features)
     for owner, r in zip(owners, records):
         a = A[r]
-        gradient = 2.0 * (a @ x - b[r]) * a
+        if logistic:
+            gradient = -b[r] / (1.0 + np.exp(b[r] * (a @ x))) * a
+        else:
+            gradient = 2.0 * (a @ x - b[r]) * a
         norm = np.linalg.norm(gradient)
         if norm > clip:
             gradient = gradient * (clip / norm)

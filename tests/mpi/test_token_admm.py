@@ -288,3 +288,34 @@ def test_observer_matrix_of_a_walk_with_amplification(root):
                 assert rho[j][q] is None or j == q or rho[j][q] == 0
                 continue
             assert rho[j][q] == pytest.approx(max(mine), rel=1e-12), (q, j)
+
+
+@pytest.mark.mpi(min_size=4)
+@pytest.mark.parametrize("problem,sigma", [("logistic", 0.2), ("ridge", 0.0)])
+def test_a_users_records_from_a_data_file(root, problem, sigma):
+    """Records from the data file users already give (.npz with an agent column), uneven
+    blocks, the problem's own l1/l2 as c1/c2: the same equations to 1e-12."""
+    comm = MPI.COMM_WORLD
+    K, P, T = comm.size, 3, 14
+    rng = np.random.default_rng(11)
+    counts = np.array([4 + 2 * k for k in range(K)])
+    A = rng.normal(size=(counts.sum(), P))
+    b = np.sign(rng.normal(size=counts.sum())) if problem == "logistic" else rng.normal(size=counts.sum())
+    agent = np.repeat(np.arange(K), counts)
+    path = root / f"records-{problem}.npz"
+    if comm.rank == 0:
+        np.savez(path, X=A, y=b, agent=agent)
+    comm.Barrier()
+    out, _ = run_case(root, f"user-{problem}", [
+        f"problem.name={problem}", f"problem.data={path}", "problem.l1=0.01",
+        "problem.l2=0.1", "topology.kind=ring", "algorithm.name=token-admm",
+        "algorithm.schedule=ring", "algorithm.eta=0.5", "algorithm.beta=0.9",
+        f"algorithm.sigma={sigma}", "algorithm.clip=1.5", "algorithm.bound=local",
+        "algorithm.x0=0.5", f"run.iterations={T}", f"run.eval_every={T}",
+        "run.evaluate=none", "run.seed=3"])
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    expected = run_chain("ring", graph_of("ring", K), T, 3, 0, n_records=int(counts.sum()),
+                         n_features=P, eta=0.5, beta=0.9, sigma=sigma, clip=1.5, x0=0.5,
+                         data=(A, b, offsets), logistic=problem == "logistic")
+    with np.load(out / f"models-agent-{comm.rank}.npz") as z:
+        np.testing.assert_allclose(z["w"], expected[:P], rtol=0, atol=1e-12)
