@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
-                                     AmplifiedGaussianEvent, bound_applies)
+                                     AmplifiedGaussianEvent, booked_bound, bound_applies)
 from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
@@ -176,10 +175,9 @@ class TokenADMM(Algorithm):
             eta=params.eta, beta=params.beta, nu=nu, mu=params.mu,
             mu_g=self.penalty.strong_convexity, bound=params.bound, exponent=params.exponent)
         applies, why = bound_applies(self.constants)
-        #: the one set-up message when the requested bound does not apply ('' when it does)
-        self.bound_note = "" if applies else f"algorithm.bound = {params.bound!r}: {why}"
-        if self.bound_note and agent.id == 0:
-            warnings.warn(self.bound_note, stacklevel=2)
+        #: the one set-up message when the requested bound does not apply ('' when it
+        #: does); the engine prints it once (rank 0) and the summary keeps it
+        self.setup_note = "" if applies else f"algorithm.bound = {params.bound!r}: {why}"
         self.private_events = params.sigma > 0 and math.isfinite(self.delta_radius)
         # the token as this agent last saw it, per chain (x~ then lambda)
         initial = np.concatenate([np.full(n, float(params.x0)), np.zeros(n)])
@@ -263,8 +261,9 @@ class TokenADMM(Algorithm):
         local_rho = (math.inf if not self.private_events
                      else eta_delta ** 2 / (2.0 * p.sigma ** 2))
         out = {"schedule": p.schedule, "chains": p.chains, "Delta": self.delta_radius,
-               "local_rho": local_rho, "bound": p.bound, "exponent": p.exponent,
-               "nu": self.constants.nu, "records": int(self.records.n_records)}
-        if self.bound_note:
-            out["bound_note"] = self.bound_note
+               "local_rho": local_rho, "bound": booked_bound(self.constants),
+               "exponent": p.exponent, "nu": self.constants.nu,
+               "records": int(self.records.n_records)}
+        if self.setup_note:
+            out["bound_note"] = self.setup_note
         return out
