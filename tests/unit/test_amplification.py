@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.privacy.amplification import (AmplificationConstants, AmplifiedGaussianEvent,
+from mpi_privopt.privacy.accountants import DEFAULT_RDP_ORDERS
+from mpi_privopt.privacy.amplification import (CURVE_VARIANTS, AmplificationConstants,
+                                               AmplifiedGaussianEvent, all_user_epsilon,
+                                               all_user_rdp, amplification_curve,
                                                amplification_ratio, amplified_rho,
                                                booked_bound, bound_applies,
                                                contraction_factor, convex_constant,
                                                eta_interval, gamma, local_rho, midpoint_eta,
                                                strongly_convex_terms)
+from mpi_privopt.privacy.conversions import rdp_to_eps_orders
 from mpi_privopt.privacy.events import GaussianEvent, ZCDPEvent
 from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.release import Release
@@ -235,3 +239,74 @@ def test_two_uses_of_one_record_seen_by_one_observer_add_their_rho():
     other = AmplifiedGaussianEvent(replace(base, record=4), 2, c, owner=0, record=4)
     ledger.on_release(Release(np.zeros(2), other), (1,), "token", 2)
     assert ledger.links[1].rho == pytest.approx(max(expected, resolve(other).rho), rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# The curve of a reproduction and the Section 8 all-user bound
+# ---------------------------------------------------------------------------------------------
+def test_amplification_curve_gives_every_variant_as_itself():
+    c = paper_case(bound="local")                    # bound and exponent are ignored
+    ks = np.arange(0, 61)
+    curve = amplification_curve(c, 8.0, 0.01, ks)
+    np.testing.assert_array_equal(curve["T"], ks // 2)
+    loc = local_rho(c.eta, 8.0, 0.01)
+    assert np.all(curve["local_rho"] == loc) and curve["reasons"] == {}
+    for name, (bound, exponent) in CURVE_VARIANTS.items():
+        wanted = [amplification_ratio(int(k), replace(c, bound=bound, exponent=exponent)) for k in ks]
+        np.testing.assert_allclose(curve[name], wanted, rtol=1e-14)
+        np.testing.assert_allclose(curve[name + "_rho"], np.asarray(wanted) * loc, rtol=1e-14)
+        assert np.all(curve[name] <= 1.0) and np.all(curve[name][:2] == 1.0)
+    # the paper's exponent decays fastest, then the phi_T forms, then the conservative one
+    tail = slice(40, None)
+    assert np.all(curve["strongly-convex-paper"][tail] < curve["strongly-convex-conservative"][tail])
+    assert np.all(curve["strongly-convex-precise"][tail] < curve["strongly-convex-conservative"][tail])
+
+
+def test_amplification_curve_marks_variants_whose_premises_fail():
+    c = AmplificationConstants(eta=3.0, beta=0.9, nu=0.5)     # eta > 1/nu; mu = 0
+    curve = amplification_curve(c, 1.0, 1.0, [0, 10, 100])
+    for name in CURVE_VARIANTS:
+        assert np.all(np.isnan(curve[name])) and name in curve["reasons"]
+    assert "eta <= 1/nu" in curve["reasons"]["convex"]
+    assert "mu > 0" in curve["reasons"]["strongly-convex-paper"]
+
+
+def test_all_user_rdp_is_lemma_8_2_over_a_uniform_position():
+    # N users in a hidden random permutation: k = iterations after the user's own is uniform
+    # on 0..N-1; per k the release is rho_k-zCDP. Written out by hand for the convex bound.
+    c = AmplificationConstants(eta=2.0, beta=0.9, nu=0.5)     # C = 5.6
+    N, Delta, sigma = 400, 1.0, 40.0
+    loc = (2.0 * Delta) ** 2 / (2 * sigma**2)
+    rho = [loc * (1.0 if k < 2 else min(1.0, 5.6 / (k // 2))) for k in range(N)]
+    mean = sum(rho) / N
+    orders = np.array([1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+    got = all_user_rdp(N, c, Delta, sigma, orders)
+    for a, value in zip(orders, got):
+        if a * (a - 1) * loc <= 1:                       # Lemma 8.2's condition holds
+            assert value == pytest.approx(min(2 * a * mean, a * loc), rel=1e-12)
+        else:                                            # quasi-convexity only: local
+            assert value == pytest.approx(a * loc, rel=1e-12)
+    assert got[1] < 0.3 * 2 * loc                        # order 2: a real gain at N = 400
+    # more users, more amplification at a fixed order
+    assert all_user_rdp(4 * N, c, Delta, sigma, [2.0])[0] < got[1]
+    with pytest.raises(ConfigError, match="orders"):
+        all_user_rdp(N, c, Delta, sigma, [1.0, 2.0])
+    with pytest.raises(ConfigError, match="n_users"):
+        all_user_rdp(0, c, Delta, sigma, [2.0])
+
+
+def test_all_user_epsilon_is_never_above_local_and_equals_it_at_small_delta():
+    # Lemma 8.2 caps the order at alpha (alpha - 1) rho_local <= 1, below the orders where the
+    # (epsilon, delta) conversion of the local Gaussian is best: at delta = 1e-5 the all-user
+    # figure gains nothing in epsilon for the paper's r = 0.5 constants (docs/privacy.md).
+    c = paper_case(bound="convex")
+    grid = np.array([a for a in DEFAULT_RDP_ORDERS if a > 1])
+    for sigma in (30.0, 300.0):
+        loc = local_rho(c.eta, 8.0, sigma)
+        local_eps = rdp_to_eps_orders(grid, grid * loc, 1e-5)
+        for N in (100, 10**6):
+            eps, _ = all_user_epsilon(N, c, 8.0, sigma, 1e-5)
+            assert eps == pytest.approx(local_eps, rel=1e-12)
+    # at a large delta the lemma's orders are the useful ones, and the figure gains
+    loc = local_rho(c.eta, 8.0, 30.0)
+    assert all_user_epsilon(100, c, 8.0, 30.0, 0.1)[0] < 0.8 * rdp_to_eps_orders(grid, grid * loc, 0.1)
