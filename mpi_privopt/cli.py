@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
-    p.add_argument("name", help="the paper, e.g. gade2017 or gauthier2024")
+    p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")
     p.add_argument("options", nargs=argparse.REMAINDER,
                    help="options of that reproduction (see reproduce NAME --help)")
     p.set_defaults(func=cmd_reproduce)

@@ -46,6 +46,9 @@ def test_reproduce_chan2023_writes_the_tables_and_figures(tmp_path):
     privacy = rows(out / "privacy.csv")
     assert len(privacy) == 2 * (4 + 5)
     assert 9e5 < float(privacy[0]["local_rho"]) < 1.1e6
+    assert (out / "privacy_curve.png").stat().st_size > 1000
+    curve = rows(out / "privacy_curve.csv")
+    assert len(curve) == 4 * 201 and curve[0]["k"] == "0" and float(curve[0]["convex_ratio"]) == 1
 
 
 def test_too_few_runs_is_one_message_without_traceback(tmp_path):

@@ -165,9 +165,23 @@ def test_the_declared_clip_covers_every_gradient_at_sigma_001(replay_lfrak):
     assert 9e5 < rows[0]["local_rho"] < 1.1e6
 
 
-def test_bad_mode_and_too_few_runs_are_refused():
+def test_the_convex_bound_applies_to_every_table1_case_and_amplifies():
+    from mpi_privopt.privacy.amplification import amplification_curve
+    for case in settings.LFRAK_CASES:
+        assert case.eta <= 1 / case.nu  # Theorem 6.1's premise (A14)
+        curve = amplification_curve(figures.case_constants(case), 8.0, 0.01, [0, 1, 200])
+        assert curve["convex"][0] == 1.0 and curve["convex"][1] == 1.0
+        assert 0 < curve["convex"][2] < 0.2  # C / 100 with C between 5 and 15
+        assert curve["local_rho"][0] == pytest.approx(case.eta ** 2 * 64 / 2e-4)
+
+
+def test_bad_mode_too_few_runs_and_a_bad_out_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="unknown mode"):
         replay.lfrak_study("paper", 2)
     from mpi_privopt.reproduce import chan2023
     with pytest.raises(ConfigError, match="--runs 1"):
-        chan2023.main(["--runs", "1", "--out", "unused"])
+        chan2023.main(["--runs", "1", "--out", str(tmp_path / "unused")])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="cannot be made"):
+        chan2023.main(["--runs", "2", "--out", str(tmp_path / "file" / "x")])
+    assert not (tmp_path / "unused").exists()

@@ -5,11 +5,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ...privacy.amplification import local_rho
-from .. import finish_figure, pyplot, write_csv
+from ...privacy.amplification import (CURVE_VARIANTS, AmplificationConstants,
+                                      amplification_curve, local_rho)
+from ...privacy.conversions import zcdp_to_eps_standard
+from .. import finish_figure, pyplot
 from .replay import Setting
-from .settings import FIG1A_POINTS, PAPER_TABLE1, PAPER_TABLE2, SIGMAS
+from .settings import (FIG1A_POINTS, LFRAK_CASES, PAPER_TABLE1, PAPER_TABLE2, PENALTY, SIGMAS,
+                       Case)
 from .significance import Comparison, convergence_iteration, pairwise
+
+#: the DP delta of the (epsilon, delta) column of privacy.csv
+PRIVACY_DELTA = 1e-5
 
 
 def table1_rows(settings: list[Setting]) -> list[dict]:
@@ -105,13 +111,66 @@ def plateau(setting: Setting, last: int = 20) -> float:
 
 def privacy_rows(settings: list[Setting], clip: float) -> list[dict]:
     """Local zCDP of one record's iteration at every setting (:func:`local_rho` with
-    Delta = 2 clip, the replace-one radius of a clipped gradient), and the largest per-record gradient norm the chains queried (whether
-    the clip would have changed anything)."""
+    Delta = 2 clip, the replace-one radius of a clipped gradient), its (epsilon, 1e-5)-DP by
+    the standard Bun-Steinke conversion, and the largest per-record gradient norm the chains
+    queried (whether the clip would have changed anything)."""
     rows = []
     for s in settings:
         rho = local_rho(s.eta, 2.0 * clip, s.sigma) if s.sigma > 0 else float("inf")
         rows.append({"mode": s.mode, "study": s.study, "case": s.case.label, "eta": s.eta,
                      "sigma": s.sigma, "clip": clip, "Delta": 2.0 * clip, "local_rho": rho,
+                     "epsilon_at_delta_1e-5": zcdp_to_eps_standard(rho, PRIVACY_DELTA),
                      "max_gradient_norm": s.runs.max_gradient_norm,
                      "clip_above_every_gradient": bool(s.runs.max_gradient_norm <= clip)})
+    return rows
+
+
+#: how the privacy curve labels each variant; strongly convex ones are nominal here (A4)
+CURVE_LABELS = {"convex": "convex, C/T (Cor. 6.2)",
+                "strongly-convex-paper": "strongly convex, paper's Lfrak^(2T-1) (nominal)",
+                "strongly-convex-conservative": "strongly convex, Lfrak^T (A1; nominal)",
+                "strongly-convex-precise": "strongly convex, phi_T form, L = Lfrak (nominal)",
+                "strongly-convex-precise-paper": "strongly convex, phi_T form, L = Lfrak^2 "
+                                                 "(nominal)"}
+
+
+def case_constants(case: Case) -> AmplificationConstants:
+    """The public constants of a Table 1 case with the code's nominal mu = nu = 2 r^2."""
+    return AmplificationConstants(eta=case.eta, beta=case.beta, nu=case.nu, mu=case.nu,
+                                  mu_g=PENALTY.strong_convexity)
+
+
+def privacy_curve(out: Path, clip: float, sigma: float, max_k: int = 200) -> list[dict]:
+    """Beyond the paper: amplified over local zCDP against k, the noisy iterations after a
+    record's use (T = floor(k/2) Markov operators), every variant, one panel per Table 1
+    case; the CSV also has the zCDP itself at Delta = 2 clip and ``sigma``."""
+    plt = pyplot()
+    ks = np.arange(max_k + 1)
+    fig, axes = plt.subplots(1, len(LFRAK_CASES), figsize=(4.2 * len(LFRAK_CASES), 4.0),
+                             sharey=True)
+    rows = []
+    for ax, case in zip(axes, LFRAK_CASES):
+        curve = amplification_curve(case_constants(case), 2.0 * clip, sigma, ks)
+        for name in CURVE_VARIANTS:
+            if not np.isnan(curve[name]).all():
+                ax.semilogy(ks, curve[name], "-" if name == "convex" else "--",
+                            label=CURVE_LABELS[name], lw=1.3)
+        for i, k in enumerate(ks):
+            rows.append({"case": case.label, "eta": case.eta, "contraction": case.contraction,
+                         "k": int(k), "T": int(curve["T"][i]),
+                         "local_rho": float(curve["local_rho"][i]),
+                         **{f"{name}_ratio": float(curve[name][i]) for name in CURVE_VARIANTS},
+                         **{f"{name}_rho": float(curve[name + "_rho"][i])
+                            for name in CURVE_VARIANTS}})
+        ax.set_title(f"{case.label}: eta = {case.eta:.4g}, Lfrak = {case.contraction:.3f}",
+                     fontsize=9)
+        ax.set_xlabel("k: noisy iterations after the record's use")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("amplified / local zCDP  (min with 1)")
+    axes[0].set_ylim(1e-12, 2.0)
+    axes[0].legend(fontsize=6.5, loc="lower left")
+    finish_figure(fig, out / "privacy_curve.png", rows,
+                  f"Privacy amplification by iteration on the paper's instance (local rho at "
+                  f"sigma = {sigma:g}, Delta = {2 * clip:g}: "
+                  f"{local_rho(LFRAK_CASES[0].eta, 2 * clip, sigma):.3g} for the first case)")
     return rows
