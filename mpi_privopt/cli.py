@@ -33,10 +33,21 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 def cmd_run(args) -> int:
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
+    _note_single_agent()
     result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
     return 0
+
+
+def _note_single_agent() -> None:
+    """Say so when a run has one agent: usually `run` was started without mpiexec."""
+    from mpi4py import MPI
+    if MPI.COMM_WORLD.Get_size() == 1:
+        print("mpi_privopt: note: one agent (a single process: not started by mpiexec or "
+              "srun with several tasks); it runs alone with no neighbours. For a "
+              "decentralized run start K agents: mpiexec -n K python -m mpi4py -m "
+              "mpi_privopt run ...", file=sys.stderr, flush=True)
 
 
 def cmd_check(args) -> int:
@@ -45,7 +56,9 @@ def cmd_check(args) -> int:
     from .engine import build_graph
     from .topology import describe
 
+    from .algorithms import ALGORITHMS
     cfg = load_config(args.config, args.overrides)
+    ALGORITHMS[cfg.algorithm.name].check_agent_count(args.ranks)
     graph = build_graph(cfg, args.ranks)
     for agent in range(args.ranks):
         problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)

@@ -16,6 +16,8 @@ from .errors import UserError
 
 #: seconds a failing rank gives the launcher to forward its message before aborting
 ABORT_GRACE_SECONDS = 0.5
+#: seconds a rank whose error another rank reports waits for that rank's abort
+QUIET_WAIT_SECONDS = 10.0
 
 #: what launchers set to say how many tasks they started, and which one a process is
 #: (MPICH's hydra and PMI, Open MPI, PMIx, Slurm's srun)
@@ -97,8 +99,13 @@ def fail_user(err: UserError) -> NoReturn:
     """Print a user error once and exit non-zero on every rank without a hang."""
     comm = _world()
     collective = getattr(err, "collective", False)
+    if getattr(err, "quiet", False):
+        # Another rank speaks for this one (budget_stop.py) and aborts the job; speak
+        # only if that abort never comes.
+        time.sleep(QUIET_WAIT_SECONDS)
     if not collective or comm.Get_rank() == 0:
-        where = "" if collective or comm.Get_size() == 1 else f"[agent {comm.Get_rank()}] "
+        where = ("" if collective or getattr(err, "for_all", False) or comm.Get_size() == 1
+                 else f"[agent {comm.Get_rank()}] ")
         print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
     if not collective:
         # Only this rank knows; the others may be waiting in a collective call.
