@@ -31,6 +31,8 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
+    from .prelaunch import validate_before_mpi
+    validate_before_mpi(args.config, args.overrides)  # bad input: exit 2 before MPI starts
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
     _note_single_agent()
@@ -52,14 +54,10 @@ def _note_single_agent() -> None:
 
 def cmd_check(args) -> int:
     from . import problems
-    from .config import load_config
-    from .engine import build_graph
+    from .prelaunch import check_run_input
     from .topology import describe
 
-    from .algorithms import ALGORITHMS
-    cfg = load_config(args.config, args.overrides)
-    ALGORITHMS[cfg.algorithm.name].check_agent_count(args.ranks)
-    graph = build_graph(cfg, args.ranks)
+    cfg, graph = check_run_input(args.config, args.overrides, args.ranks)
     for agent in range(args.ranks):
         problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
     info = describe(graph)

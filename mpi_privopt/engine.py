@@ -42,6 +42,7 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
+from .prelaunch import build_graph
 from .problems.metrics import LOCAL, NONE, REFERENCE
 from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
                       write_json)
@@ -64,18 +65,6 @@ class RunResult:
     traffic: dict = field(default_factory=dict)
     models: np.ndarray | None = None
     w_c: np.ndarray | None = None
-
-
-def build_graph(cfg: Config, n_ranks: int):
-    """The validated communication graph of ``cfg`` for ``n_ranks`` agents."""
-    t = cfg.topology
-    seed = t.seed if t.seed >= 0 else cfg.run.seed
-    graph = topology.build_graph(t.kind, n_ranks, seed=seed, directed=t.directed,
-                                 params={"degree": t.degree, "radius": t.radius,
-                                         "neighbors": t.neighbors, "rewire": t.rewire,
-                                         "rows": t.rows, "file": t.file})
-    topology.validate_graph(graph, n_ranks)
-    return graph
 
 
 def config_hash(cfg: Config) -> str:

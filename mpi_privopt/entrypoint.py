@@ -55,6 +55,17 @@ def lone_copy_error(environ: dict, world_size: int) -> LaunchError | None:
     return None
 
 
+def announced_size(environ: dict) -> int:
+    """The number of tasks the launcher announced (1 when it announced none)."""
+    sizes = []
+    for name in LAUNCHER_SIZES:
+        try:
+            sizes.append(int(environ[name]))
+        except (KeyError, ValueError):
+            continue
+    return max(sizes, default=1)
+
+
 def announced_rank(environ: dict) -> int:
     """The task number the launcher gave this process (0 when it gave none)."""
     for name in LAUNCHER_RANKS:

@@ -368,3 +368,31 @@ def test_a_method_that_needs_neighbours_refuses_one_agent(tmp_path, capsys):
     assert not out.exists()
     proc = in_process(capsys, "check", "gade2017-fig1-fs", "--ranks", "1")
     _assert_one_clear_message(proc.returncode, proc.stderr, ["needs at least 2 agents"])
+
+
+@needs_mpiexec
+def test_bad_input_under_plain_mpiexec_exits_2_every_time(tmp_path):
+    # Found before MPI starts, from the world size the launcher announced: no rank has
+    # started MPI, so no launcher clean-up race turns the status into 9 with a banner
+    # (before, 2 of 20 such runs under load ended with 9; 10 keep the suite quick).
+    for _ in range(10):
+        proc = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-m", "mpi4py", "-m",
+                               "mpi_privopt", "run", "--set", "run.iterations=-3"],
+                              capture_output=True, text=True, timeout=TIME_LIMIT, cwd=tmp_path)
+        _assert_one_clear_message(proc.returncode, proc.stderr, ["run.iterations = -3"])
+    assert not (tmp_path / "runs").exists()
+
+
+def test_input_is_validated_without_starting_mpi():
+    code = ("import sys; from mpi_privopt.prelaunch import check_run_input; "
+            "check_run_input('gade2017-fig1-fs', [], 5); "
+            "assert 'mpi4py.MPI' not in sys.modules, 'MPI was imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=TIME_LIMIT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_agent_count_the_launcher_announced_is_checked_before_mpi(tmp_path):
+    proc = single("run", "gade2017-fig1-fs", "--out", str(tmp_path / "run"),
+                  env={"PMI_SIZE": "1", "PMI_RANK": "0"})
+    _assert_one_clear_message(proc.returncode, proc.stderr, ["needs at least 2 agents"])
