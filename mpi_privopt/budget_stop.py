@@ -1,4 +1,7 @@
-"""Agents that reach their privacy budget: a record of each, and one message for all.
+"""Agents that must stop the run alone: a record of each, and one message for all.
+
+Two reasons stop a run from inside one agent: its privacy budget (below) and a diverging
+iterate (:mod:`mpi_privopt.divergence`); both use the records and the speaker here.
 
 The budget guard refuses a release before it leaves the agent, so only that agent knows;
 its neighbours wait for a message that will not come and the job must be aborted. In a
@@ -14,26 +17,30 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import PrivacyBudgetExceeded
+from .errors import UserError
 
 __all__ = ["STOP_RECORD", "stop_record_path", "stopped_agents", "speak_for_stopped_agents"]
 
-#: the record a stopped agent leaves in the run directory
-STOP_RECORD = "privacy-agent-{rank}-at-stop.json"
+#: the record a stopped agent leaves in the run directory, by reason
+RECORDS = {"budget": "privacy-agent-{rank}-at-stop.json",
+           "diverged": "diverged-agent-{rank}.json"}
+STOP_RECORD = RECORDS["budget"]
+#: the first line of the one message, by reason
+HEADLINES = {"budget": "{who} reached the privacy budget at iteration {n}, before sending: ",
+             "diverged": "{who} diverged: "}
 #: how long a stopped agent waits for the others stopping at the same iteration
 SETTLE_SECONDS = 0.5
 
-_RECORD = re.compile(r"privacy-agent-(\d+)-at-stop\.json$")
+
+def stop_record_path(run_dir: str | Path, rank: int, kind: str = "budget") -> Path:
+    """Where agent ``rank`` records that ``kind`` (budget, diverged) stopped it."""
+    return Path(run_dir) / RECORDS[kind].format(rank=rank)
 
 
-def stop_record_path(run_dir: str | Path, rank: int) -> Path:
-    """Where agent ``rank`` records that its budget stopped it."""
-    return Path(run_dir) / STOP_RECORD.format(rank=rank)
-
-
-def stopped_agents(run_dir: str | Path) -> list[int]:
-    """The agents that have recorded a budget stop in ``run_dir``, in rank order."""
-    found = (_RECORD.match(p.name) for p in Path(run_dir).glob("privacy-agent-*-at-stop.json"))
+def stopped_agents(run_dir: str | Path, kind: str = "budget") -> list[int]:
+    """The agents that have recorded a ``kind`` stop in ``run_dir``, in rank order."""
+    pattern = re.compile(re.escape(RECORDS[kind]).replace(r"\{rank\}", r"(\d+)") + "$")
+    found = (pattern.match(p.name) for p in Path(run_dir).iterdir())
     return sorted(int(m.group(1)) for m in found if m)
 
 
@@ -45,7 +52,7 @@ def agent_names(agents: list[int]) -> str:
 
 
 def speak_for_stopped_agents(run_dir: str | Path, rank: int, iteration: int,
-                             err: PrivacyBudgetExceeded) -> PrivacyBudgetExceeded:
+                             err: UserError, kind: str = "budget") -> UserError:
     """The error this stopped agent raises: the message for all, or a silent one.
 
     Call after writing this agent's record. The returned error has ``for_all = True``
@@ -54,14 +61,12 @@ def speak_for_stopped_agents(run_dir: str | Path, rank: int, iteration: int,
     """
     import time
     time.sleep(SETTLE_SECONDS)  # others stopping at this iteration write their records
-    stopped = stopped_agents(run_dir) or [rank]
+    stopped = stopped_agents(run_dir, kind) or [rank]
     if rank != min(stopped):
-        quiet = PrivacyBudgetExceeded(err.what, err.fix)
+        quiet = type(err)(err.what, err.fix)
         quiet.quiet = True
         return quiet
-    who = agent_names(stopped)
-    loud = PrivacyBudgetExceeded(
-        f"{who} reached the privacy budget at iteration {iteration}, before sending: "
-        f"{err.what}", err.fix)
+    headline = HEADLINES[kind].format(who=agent_names(stopped), n=iteration)
+    loud = type(err)(headline + err.what, err.fix)
     loud.for_all = True
     return loud

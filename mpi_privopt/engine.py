@@ -48,6 +48,7 @@ from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent
                       write_json)
 from .summary import RunSummary, format_summary
 from .budget_stop import speak_for_stopped_agents, stop_record_path
+from .divergence import Diverged, DivergenceGuard, NoiseWatch
 from .traffic import assemble_matrices
 
 
@@ -131,6 +132,7 @@ class Session:
     algorithm: Any
     monitor: Monitor
     directory: RunDirectory | None
+    divergence: DivergenceGuard
     metrics: list[Evaluation] = field(default_factory=list)
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -228,6 +230,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
     if on_setup is not None:
         on_setup(agent, algorithm)
+    noise_watch = NoiseWatch()
+    net.add_listener(noise_watch)
+    divergence = DivergenceGuard(np.array(algorithm.estimate, dtype=float), noise_watch)
 
     monitor = Monitor(eval_comm, problem.evaluator, mode)
     directory = None
@@ -245,7 +250,8 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
     return Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
                    run_dir=str(run_dir), problem=problem, net=net, ledger=ledger, noise=noise,
-                   algorithm=algorithm, monitor=monitor, directory=directory)
+                   algorithm=algorithm, monitor=monitor, directory=directory,
+                   divergence=divergence)
 
 
 def iterate(s: Session) -> None:
@@ -258,6 +264,11 @@ def iterate(s: Session) -> None:
         s.net.round = n
         try:
             s.algorithm.step(n)
+            s.divergence.check(s.algorithm.estimate, n)
+        except Diverged as err:
+            write_json(stop_record_path(s.run_dir, s.rank, "diverged"),
+                       {"stopped_at_iteration": n, "reason": err.what, **s.ledger.to_dict()})
+            raise speak_for_stopped_agents(s.run_dir, s.rank, n, err, "diverged") from None
         except PrivacyBudgetExceeded as err:
             # Only this agent knows; the others wait on it, so the job is aborted by the
             # caller. Leave this agent's ledger and traffic beside what rank 0 has written

@@ -107,7 +107,10 @@ def _world():
 
 
 def fail_user(err: UserError) -> NoReturn:
-    """Print a user error once and exit non-zero on every rank without a hang."""
+    """Print a user error once and exit non-zero on every rank without a hang.
+
+    The status is the error's ``status`` (3 for a diverged run), 2 for bad input.
+    """
     comm = _world()
     collective = getattr(err, "collective", False)
     if getattr(err, "quiet", False):
@@ -118,16 +121,17 @@ def fail_user(err: UserError) -> NoReturn:
         where = ("" if collective or getattr(err, "for_all", False) or comm.Get_size() == 1
                  else f"[agent {comm.Get_rank()}] ")
         print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
+    status = getattr(err, "status", 2)
     if not collective:
         # Only this rank knows; the others may be waiting in a collective call.
-        abort_others(2)
-        sys.exit(2)
+        abort_others(status)
+        sys.exit(status)
     # Every rank knows: leave together and cleanly, without MPI_Abort's noise.
     from mpi4py import MPI
     sys.stdout.flush()
     sys.stderr.flush()
     MPI.Finalize()
-    os._exit(2)
+    os._exit(status)
 
 
 def abort_others(code: int) -> None:

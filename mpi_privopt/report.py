@@ -43,31 +43,41 @@ def load_run(run_dir: str | Path) -> dict:
 
 def load_incomplete_run(path: Path, missing: list[str]) -> dict:
     """What a run that did not finish left: its metrics and the agents' stop records."""
-    from .budget_stop import stop_record_path, stopped_agents
-    records = {k: json.loads(stop_record_path(path, k).read_text())
-               for k in stopped_agents(path)}
+    from .budget_stop import RECORDS, stop_record_path, stopped_agents
+    records = {kind: {k: json.loads(stop_record_path(path, k, kind).read_text())
+                      for k in stopped_agents(path, kind)} for kind in RECORDS}
     return {"incomplete": True, "path": path, "missing": missing,
             "metrics": read_metrics(path), "stopped": records}
+
+
+#: how the report names each reason an agent stopped the run
+STOP_REASONS = {"budget": "stopped by the privacy budget", "diverged": "diverged"}
 
 
 def incomplete_text(run: dict) -> str:
     """The report of a run that did not finish: what it reached and what it spent."""
     from .budget_stop import agent_names as _names
     from .privacy.accountants import HeadlineAccountant
-    m, stopped = run["metrics"], run["stopped"]
+    m = run["metrics"]
     measured = (f"metrics up to iteration {int(m['iteration'][-1])}"
                 if m.get("iteration") is not None and len(m["iteration"]) else "no metrics")
-    if stopped:
+    kinds = [kind for kind, records in run["stopped"].items() if records]
+    if kinds:
+        kind = kinds[0]
+        stopped = run["stopped"][kind]
         at = sorted({r["stopped_at_iteration"] for r in stopped.values()})
-        lines = [f"incomplete run {run['path']}: stopped by the privacy budget at iteration "
+        lines = [f"incomplete run {run['path']}: {STOP_REASONS[kind]} at iteration "
                  f"{', '.join(map(str, at))} (no {', '.join(run['missing'])}); {measured}"]
-        lines.append("each stopped agent recorded what it had spent and sent before the "
-                     "refused release (privacy-agent-K-at-stop.json):")
+        if kind == "diverged":
+            lines.append(f"  {next(iter(stopped.values()))['reason']}")
+        lines.append(f"each stopped agent recorded what it had spent before it stopped "
+                     f"({STOP_RECORDS_SHOWN[kind]}):")
         for k, record in stopped.items():
             eps = HeadlineAccountant.from_dict(record["total"]).epsilon(record["delta"])["best"]
+            sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
             lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
                          f"{_eps(eps)} at delta {record['delta']:g} (budget "
-                         f"{_eps(record['budget'])}), {record['bytes_sent']} bytes sent")
+                         f"{_eps(record['budget'])}){sent}")
         unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
         if unknown:
             lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
@@ -81,6 +91,11 @@ def incomplete_text(run: dict) -> str:
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
                      f"{m[curve][-1]:.2e}")
     return "\n".join(lines)
+
+
+#: the record files named in the report, by reason
+STOP_RECORDS_SHOWN = {"budget": "privacy-agent-K-at-stop.json",
+                      "diverged": "diverged-agent-K.json"}
 
 
 def _agents(path: Path) -> int:

@@ -396,3 +396,21 @@ def test_the_agent_count_the_launcher_announced_is_checked_before_mpi(tmp_path):
     proc = single("run", "gade2017-fig1-fs", "--out", str(tmp_path / "run"),
                   env={"PMI_SIZE": "1", "PMI_RANK": "0"})
     _assert_one_clear_message(proc.returncode, proc.stderr, ["needs at least 2 agents"])
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("overrides, cause", [
+    # the example: a budget spread over 50000 iterations calibrates noise 2.1e108
+    (["run.iterations=50000", "run.eval_every=1000"], "likely cause: the privacy noise"),
+    (["algorithm.name=dgd", "algorithm.step=50", "algorithm.schedule=constant",
+      "problem.name=ridge", "privacy.epsilon=inf", "run.iterations=300"],
+     "step size too large"),
+])
+def test_a_diverging_run_stops_and_says_why(tmp_path, overrides, cause):
+    out = tmp_path / "run"
+    proc = mpirun(3, "run", *(w for o in overrides for w in ("--set", o)), "--out", str(out))
+    _assert_one_clear_message(proc.returncode, proc.stderr, ["diverged", cause], status=3)
+    assert not (out / "summary.json").exists()       # never reported as a success
+    assert sorted(p.name for p in out.glob("diverged-agent-*.json"))
+    report = single("report", str(out))
+    assert report.returncode == 0 and "diverged at iteration" in report.stdout
