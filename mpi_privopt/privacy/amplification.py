@@ -64,6 +64,7 @@ __all__ = [
     "contraction_factor",
     "convex_constant",
     "eta_interval",
+    "first_amplified_k",
     "gamma",
     "local_rho",
     "midpoint_eta",
@@ -526,3 +527,17 @@ def all_user_epsilon(n_users: int, constants: AmplificationConstants, delta: flo
     grid = np.asarray([a for a in DEFAULT_RDP_ORDERS if a > 1.0] if orders is None else orders, dtype=float)
     return rdp_to_eps_orders(grid, all_user_rdp(n_users, constants, delta, sigma, grid), dp_delta,
                              return_order=True)
+
+
+def first_amplified_k(curve: dict[str, np.ndarray]) -> dict[str, int | None]:
+    """Per variant of an :func:`amplification_curve`, the smallest listed k whose bound is below
+    local privacy (None: none of the listed k, or the variant does not apply).
+
+    On a ring with one iteration per hop, an observer d hops after the record's owner first
+    sees the token k = d - 1 iterations after the record's use.
+    """
+    out: dict[str, int | None] = {}
+    for name in CURVE_VARIANTS:
+        below = np.flatnonzero(curve[name] < 1.0)   # NaN compares False: not applicable
+        out[name] = int(curve["k"][below[0]]) if below.size else None
+    return out
