@@ -229,6 +229,7 @@ def _in_interval(eta: float, nu: float, mu: float, mu_g: float, beta: float,
     return True, ""
 
 
+@lru_cache(maxsize=256)  # booked per record and sighting with the same constants
 def strongly_convex_terms(eta: float, beta: float, nu: float, mu: float, mu_g: float,
                           norm_A: float = 1.0, norm_AtB: float = 1.0) -> StronglyConvexTerms:
     """R, P, S, Q, Lfrak, M and C of Section 7 (Lemmas 7.6, 7.7, Theorem 7.2).
@@ -339,6 +340,10 @@ def local_rho(eta: float, delta: float, sigma: float) -> float:
 
     ``delta`` is Delta, the replace-one radius of Definition 3.3 (not a DP delta).
     """
+    eta = _number(eta, "eta", positive=True, fix="give the step size eta > 0")
+    delta = _number(delta, "Delta", positive=False,
+                    fix="give the replace-one radius Delta >= 0 (2 x clip for clipped gradients)")
+    sigma = _number(sigma, "sigma", positive=True, fix="give the noise std sigma > 0")
     return (eta * delta) ** 2 / (2.0 * sigma**2)
 
 
