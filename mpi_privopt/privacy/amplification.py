@@ -7,18 +7,89 @@ booked as an :class:`AmplifiedGaussianEvent` (the record's own Gaussian event an
 the transform registered in this module turns it into the zCDP event it is worth,
 ``min(rho_local, rho_amplified(k))`` (notes section 3.9; T = floor(k/2), A2).
 
-Issue 13 part 3 fills in the bounds; the event's fields are the contract the token method
-books against.
+The bounds (all zCDP, i.e. Dz; ``T = floor(k/2)`` two-iteration Markov operators)::
+
+    convex (Cor. 6.2, needs eta <= 1/nu, A14):
+        rho_amp = C / T * rho_local,             C = max(2, 3/(beta eta)) (1 + beta eta ||A||^2)
+    strongly convex (Cor. 7.3, Assumption 7.1, eta in (23)):
+        R = 2/(eta (nu+mu)) - 2 eta nu mu/(nu+mu)     P = 2 - 2/(eta (nu+mu))
+        S = eta/beta                                   Q = eta/beta + (eta/4)(2/(nu+mu) - eta)
+        Lfrak = max(R/P, S/Q),   M = max(2/R, 3/(eta beta)),   C = M (R + eta beta ||A||^2)
+        "paper":        rho_amp = C Lfrak^(2T-1) / T * rho_local     (as printed)
+        "conservative": rho_amp = C Lfrak^T / T * rho_local          (L = Lfrak in Thm 5.2, A1)
+        "precise":      rho_amp = M Lfrak (R + eta beta ||A||^2) gamma_T(Lfrak) * rho_local
+        "precise-paper": the same with gamma_T(Lfrak^2)
+    gamma_T(L) = T L^(T-1) phi_T(L)^2,  phi_T(L) = (L^-1/2 - L^1/2) / (L^-T/2 - L^T/2)  (Thm 5.2)
+
+and always ``min(rho_local, .)`` (post-processing); ``k < 2`` gives ``rho_local``.
+
+When the requested bound's premises fail, the bound that does apply is booked (the other
+regime's bound, else local) and :func:`bound_applies` says why, once, for the caller to
+print; nothing here warns per event. Reuse of a record composes (A12): each use is its own
+event and the ledger adds them.
+
+The Section 8 all-user bound (hidden random permutation) is :func:`all_user_rdp`; it covers
+none of the public schedules (ring, walk, sample), whose order every rank knows.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .events import GaussianEvent, PrivacyEvent
+import numpy as np
 
-__all__ = ["AmplificationConstants", "AmplifiedGaussianEvent"]
+from mpi_privopt.errors import ConfigError
+
+from .accountants import DEFAULT_RDP_ORDERS
+from .conversions import rdp_to_eps_orders
+from .events import GaussianEvent, PrivacyEvent, ZCDPEvent
+from .transforms import register_transform
+
+__all__ = [
+    "BOUNDS",
+    "EXPONENTS",
+    "AmplificationConstants",
+    "AmplifiedGaussianEvent",
+    "CURVE_VARIANTS",
+    "StronglyConvexTerms",
+    "all_user_epsilon",
+    "all_user_rdp",
+    "amplification_curve",
+    "amplification_ratio",
+    "amplified_rho",
+    "bound_applies",
+    "booked_bound",
+    "contraction_factor",
+    "convex_constant",
+    "eta_interval",
+    "first_amplified_k",
+    "gamma",
+    "local_rho",
+    "midpoint_eta",
+    "strongly_convex_terms",
+]
+
+#: the bounds an :class:`AmplificationConstants` may request
+BOUNDS = ("convex", "strongly-convex", "local")
+#: the strongly convex exponents: printed, re-derived (A1), and the phi_T forms of both
+EXPONENTS = ("paper", "conservative", "precise", "precise-paper")
 
 
+def _number(value, name: str, *, positive: bool, fix: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {value!r} is not a number", fix) from None
+    if not math.isfinite(v) or v < 0.0 or (positive and v == 0.0):
+        raise ConfigError(f"{name} = {value!r} must be a finite number {'> 0' if positive else '>= 0'}", fix)
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants of one run
+# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AmplificationConstants:
     """The public constants of one run that the amplified bounds need.
@@ -35,8 +106,11 @@ class AmplificationConstants:
         Strong convexity of every f and of g (0: not strongly convex).
     bound : {"convex", "strongly-convex", "local"}
         Which amplified bound is requested.
-    exponent : {"paper", "conservative", "precise"}
-        Strongly convex case only: Lfrak^(2T-1) as printed, Lfrak^T (A1), or the phi_T form.
+    exponent : {"paper", "conservative", "precise", "precise-paper"}
+        Strongly convex case only: Lfrak^(2T-1) as printed, Lfrak^T (A1), or the phi_T form
+        of Theorem 5.2 with L = Lfrak ("precise", consistent with Lemma 7.8) or with the
+        paper's L = Lfrak^2 ("precise-paper"). Only "conservative" and "precise" are
+        guarantees; the paper's exponent is for reproducing its statements.
     """
 
     eta: float
@@ -48,6 +122,22 @@ class AmplificationConstants:
     mu_g: float = 0.0
     bound: str = "convex"
     exponent: str = "conservative"
+
+    def __post_init__(self) -> None:
+        for name, positive in (("eta", True), ("beta", True), ("nu", True), ("norm_A", False),
+                               ("norm_AtB", False), ("mu", False), ("mu_g", False)):
+            v = _number(getattr(self, name), name, positive=positive,
+                        fix=f"give {name} as the public constant of the run")
+            object.__setattr__(self, name, v)
+        if self.mu > self.nu:
+            raise ConfigError(f"mu = {self.mu:g} exceeds nu = {self.nu:g}",
+                              "a nu-smooth, mu-strongly convex f has mu <= nu")
+        if self.bound not in BOUNDS:
+            raise ConfigError(f"amplification bound {self.bound!r} is not one of {BOUNDS}",
+                              'use "convex" (eta <= 1/nu), "strongly-convex" (eta in (23)) or "local"')
+        if self.exponent not in EXPONENTS:
+            raise ConfigError(f"amplification exponent {self.exponent!r} is not one of {EXPONENTS}",
+                              'use "conservative" for a guarantee, "paper" to reproduce the printed bound')
 
 
 @dataclass(frozen=True)
@@ -62,3 +152,397 @@ class AmplifiedGaussianEvent(PrivacyEvent):
     base: GaussianEvent
     iterations_after: int
     constants: AmplificationConstants
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.base, GaussianEvent):
+            raise ConfigError(f"base = {self.base!r} is not a GaussianEvent",
+                              "wrap the Gaussian event of the iteration that used the record")
+        k = self.iterations_after
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ConfigError(f"iterations_after = {k!r} must be an integer >= 0",
+                              "count the noisy iterations between the record's use and the sighting")
+        object.__setattr__(self, "iterations_after", int(k))
+        if not isinstance(self.constants, AmplificationConstants):
+            raise ConfigError(f"constants = {self.constants!r} is not an AmplificationConstants",
+                              "give the run's public constants")
+
+
+# ---------------------------------------------------------------------------------------------
+# Interval (23), the contraction factor and the constants
+# ---------------------------------------------------------------------------------------------
+def eta_interval(nu: float, mu: float, mu_g: float, beta: float,
+                 norm_AtB: float = 1.0) -> tuple[float, float]:
+    """The open step-size interval (23) of Lemma 7.6 (strongly convex case).
+
+    ``( max{4/(nu+mu+sqrt((nu+mu)^2 + 8 nu mu)), 2/(nu+mu) - 2 mu_g/(beta^2 ||A^T B||^2)},
+    2/(nu+mu) )``; the second lower bound is void when ``A^T B = 0``.
+
+    Raises
+    ------
+    ConfigError
+        If ``mu`` or ``mu_g`` is not > 0 (the interval is then empty) or ``mu > nu``.
+    """
+    fix = "the strongly convex bound needs every f mu-strongly convex and g mu_g-strongly convex, mu, mu_g > 0"
+    nu = _number(nu, "nu", positive=True, fix=fix)
+    mu = _number(mu, "mu", positive=True, fix=fix)
+    mu_g = _number(mu_g, "mu_g", positive=True, fix=fix)
+    beta = _number(beta, "beta", positive=True, fix="give the augmented-Lagrangian penalty beta > 0")
+    norm_AtB = _number(norm_AtB, "norm_AtB", positive=False, fix="give the spectral norm ||A^T B||")
+    if mu > nu:
+        raise ConfigError(f"mu = {mu:g} exceeds nu = {nu:g}", "a nu-smooth, mu-strongly convex f has mu <= nu")
+    s = nu + mu
+    first = 4.0 / (s + math.sqrt(s * s + 8.0 * nu * mu))
+    second = -math.inf if norm_AtB == 0.0 else 2.0 / s - 2.0 * mu_g / (beta * norm_AtB) ** 2
+    return max(first, second), 2.0 / s
+
+
+def midpoint_eta(nu: float, mu: float, mu_g: float, beta: float, norm_AtB: float = 1.0) -> float:
+    """The midpoint of interval (23): the step size of the paper's experiments (notes 4.3)."""
+    lo, hi = eta_interval(nu, mu, mu_g, beta, norm_AtB)
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class StronglyConvexTerms:
+    """The quantities of Section 7 for one step size (notes 3.6)."""
+
+    R: float
+    P: float
+    S: float
+    Q: float
+    contraction: float  # Lfrak = max(R/P, S/Q): squared customised norm shrinks by it per iteration
+    M: float            # max(2/R, 3/(eta beta)): C_K = Lfrak M / (2 sigma^2), Lemma 7.7
+    C: float            # M (R + eta beta ||A||^2), Theorem 7.2
+
+
+def _in_interval(eta: float, nu: float, mu: float, mu_g: float, beta: float,
+                 norm_AtB: float) -> tuple[bool, str]:
+    """Whether Assumption 7.1 and eta in (23) hold, and if not why (one sentence)."""
+    if mu <= 0.0 or mu_g <= 0.0:
+        return False, (f"the strongly convex bound needs mu > 0 and mu_g > 0 (Assumption 7.1), "
+                       f"here mu = {mu:g}, mu_g = {mu_g:g}")
+    lo, hi = eta_interval(nu, mu, mu_g, beta, norm_AtB)
+    if not lo < eta < hi:
+        return False, (f"the strongly convex bound needs eta in interval (23) = ({lo:.6g}, {hi:.6g}), "
+                       f"here eta = {eta:g}")
+    return True, ""
+
+
+@lru_cache(maxsize=256)  # booked per record and sighting with the same constants
+def strongly_convex_terms(eta: float, beta: float, nu: float, mu: float, mu_g: float,
+                          norm_A: float = 1.0, norm_AtB: float = 1.0) -> StronglyConvexTerms:
+    """R, P, S, Q, Lfrak, M and C of Section 7 (Lemmas 7.6, 7.7, Theorem 7.2).
+
+    Raises
+    ------
+    ConfigError
+        If Assumption 7.1 fails or ``eta`` is outside interval (23), where Lemma 7.6 does not
+        hold (the factor would not be a contraction).
+    """
+    ok, why = _in_interval(eta, nu, mu, mu_g, beta, norm_AtB)
+    if not ok:
+        raise ConfigError(why, "choose eta inside interval (23), e.g. midpoint_eta(...), or use the convex bound")
+    s = nu + mu
+    gap = 2.0 / s - eta
+    R = (1.0 - 2.0 * eta * nu * mu / s) + gap / eta
+    P = 1.0 - gap / eta
+    S = eta / beta
+    Q = eta / beta + 0.25 * eta * gap
+    M = max(2.0 / R, 3.0 / (eta * beta))
+    return StronglyConvexTerms(R=R, P=P, S=S, Q=Q, contraction=max(R / P, S / Q), M=M,
+                               C=M * (R + eta * beta * norm_A**2))
+
+
+def contraction_factor(eta: float, beta: float, nu: float, mu: float, mu_g: float,
+                       norm_A: float = 1.0, norm_AtB: float = 1.0) -> float:
+    """Lfrak = max(R/P, S/Q) of Lemma 7.6 (notes 3.6); refuses eta outside (23).
+
+    ``norm_A`` does not enter Lfrak (only C); it is accepted so calls mirror
+    :class:`AmplificationConstants`.
+    """
+    return strongly_convex_terms(eta, beta, nu, mu, mu_g, norm_A, norm_AtB).contraction
+
+
+def convex_constant(eta: float, beta: float, norm_A: float = 1.0) -> float:
+    """C = max(2, 3/(beta eta)) (1 + beta eta ||A||^2) of Theorem 6.1 / Corollary 6.2."""
+    s = beta * eta
+    return max(2.0, 3.0 / s) * (1.0 + s * norm_A**2)
+
+
+def gamma(T: int | np.ndarray, L: float) -> np.ndarray | float:
+    """gamma_T(L) = T L^(T-1) phi_T(L)^2 of Theorem 5.2 (precise form), for 0 < L <= 1.
+
+    Computed as ``T L^(2T-2) ((1-L)/(1-L^T))^2`` (phi_T multiplied through by L^(T/2)), which
+    neither overflows nor cancels for large T; ``gamma_T(1) = 1/T``.
+    """
+    T = np.asarray(T, dtype=float)
+    if L == 1.0:
+        out = 1.0 / T
+    else:
+        log_l = math.log(L)
+        ratio = -math.expm1(log_l) / -np.expm1(T * log_l)
+        out = T * np.exp((2.0 * T - 2.0) * log_l) * ratio**2
+    return float(out) if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------------------------
+# Which bound applies
+# ---------------------------------------------------------------------------------------------
+def _convex_applies(c: AmplificationConstants) -> tuple[bool, str]:
+    if c.eta > 1.0 / c.nu:
+        return False, (f"the convex bound needs f 1/eta-smooth, eta <= 1/nu = {1.0 / c.nu:.6g} "
+                       f"(Theorem 6.1, A14), here eta = {c.eta:g}")
+    return True, ""
+
+
+@lru_cache(maxsize=256)
+def _resolve_bound(c: AmplificationConstants) -> tuple[str, bool, str]:
+    """(bound booked, whether it is the one requested, why not)."""
+    if c.bound == "local":
+        return "local", True, ""
+    checks = {"convex": lambda: _convex_applies(c),
+              "strongly-convex": lambda: _in_interval(c.eta, c.nu, c.mu, c.mu_g, c.beta, c.norm_AtB)}
+    ok, why = checks[c.bound]()
+    if ok:
+        return c.bound, True, ""
+    other = "strongly-convex" if c.bound == "convex" else "convex"
+    if checks[other]()[0]:
+        booked = other if other == "convex" else f"strongly-convex ({c.exponent} exponent)"
+        return other, False, f"{why}; booking the {booked} bound instead"
+    return "local", False, f"{why}; booking local privacy (no amplification)"
+
+
+def booked_bound(constants: AmplificationConstants) -> str:
+    """The bound that is booked: the requested one when it applies, else the other regime's
+    when that applies, else ``"local"``."""
+    return _resolve_bound(constants)[0]
+
+
+def bound_applies(constants: AmplificationConstants) -> tuple[bool, str]:
+    """Whether the requested bound applies, and if not the one message saying why and what
+    is booked instead (for the caller to print once, at set-up).
+
+    Examples
+    --------
+    >>> bound_applies(AmplificationConstants(eta=2.0, beta=0.9, nu=1.0))[0]
+    False
+    """
+    _, ok, why = _resolve_bound(constants)
+    return ok, why
+
+
+# ---------------------------------------------------------------------------------------------
+# The bounds
+# ---------------------------------------------------------------------------------------------
+def local_rho(eta: float, delta: float, sigma: float) -> float:
+    """zCDP of the record's own iteration, ``eta^2 Delta^2 / (2 sigma^2)`` (Corollary 6.2).
+
+    ``delta`` is Delta, the replace-one radius of Definition 3.3 (not a DP delta).
+    """
+    eta = _number(eta, "eta", positive=True, fix="give the step size eta > 0")
+    delta = _number(delta, "Delta", positive=False,
+                    fix="give the replace-one radius Delta >= 0 (2 x clip for clipped gradients)")
+    sigma = _number(sigma, "sigma", positive=True, fix="give the noise std sigma > 0")
+    return (eta * delta) ** 2 / (2.0 * sigma**2)
+
+
+def _factor(T: np.ndarray, c: AmplificationConstants, bound: str, exponent: str) -> np.ndarray:
+    """rho_amplified / rho_local for T >= 1 operators, before the min with 1."""
+    if bound == "convex":
+        return convex_constant(c.eta, c.beta, c.norm_A) / T
+    sc = strongly_convex_terms(c.eta, c.beta, c.nu, c.mu, c.mu_g, c.norm_A, c.norm_AtB)
+    L = sc.contraction
+    if exponent == "paper":
+        return sc.C * L ** (2.0 * T - 1.0) / T
+    if exponent == "conservative":
+        return sc.C * L**T / T
+    Lop = L if exponent == "precise" else L * L
+    return sc.M * L * (sc.R + c.eta * c.beta * c.norm_A**2) * gamma(T, Lop)
+
+
+def _ratio(ks, c: AmplificationConstants, bound: str, exponent: str) -> np.ndarray:
+    k = np.asarray(ks)
+    if k.dtype.kind not in "iu":
+        if not np.all(np.isfinite(k)) or np.any(k != np.floor(k)):
+            raise ConfigError(f"iterations after the record's use {ks!r} must be integers >= 0",
+                              "count noisy iterations, e.g. k = 0, 1, 2, ...")
+    if np.any(k < 0):
+        raise ConfigError(f"iterations after the record's use {ks!r} must be >= 0",
+                          "count noisy iterations, e.g. k = 0, 1, 2, ...")
+    T = np.floor_divide(k.astype(np.int64), 2)  # A2: pairs of iterations are the Markov operators
+    out = np.ones(T.shape)
+    if bound != "local":
+        some = T >= 1
+        if np.any(some):
+            out[some] = np.minimum(1.0, _factor(T[some].astype(float), c, bound, exponent))
+    return out
+
+
+def amplification_ratio(k: int, constants: AmplificationConstants) -> float:
+    """``min(1, rho_amplified(k) / rho_local)`` for the bound that applies (:func:`booked_bound`).
+
+    Independent of Delta and sigma (notes 3.9: the normalised curve).
+    """
+    return float(_ratio(k, constants, booked_bound(constants), constants.exponent))
+
+
+def amplified_rho(k: int, constants: AmplificationConstants, delta: float, sigma: float) -> float:
+    """zCDP of a record's iteration seen ``k`` noisy iterations later: ``min(local, amplified)``.
+
+    Parameters
+    ----------
+    k : int
+        Noisy iterations after the record's own one, up to the observation (T = floor(k/2)).
+    constants : AmplificationConstants
+        The run's public constants and the requested bound; if its premises fail the bound
+        that applies is used (:func:`bound_applies` says which and why).
+    delta : float
+        Delta, the replace-one radius of Definition 3.3 (e.g. 2 x clip).
+    sigma : float
+        Noise std added to x in every iteration.
+    """
+    return local_rho(constants.eta, delta, sigma) * amplification_ratio(k, constants)
+
+
+@register_transform(AmplifiedGaussianEvent)
+def amplify(event: AmplifiedGaussianEvent) -> ZCDPEvent:
+    """The zCDP event an amplified release is worth: ``base.rho * ratio(k)``.
+
+    ``base.rho = (eta Delta)^2 / (2 sigma^2)`` is the local zCDP, so the result is
+    ``min(local, amplified)`` whatever Delta the base was made with.
+    """
+    ratio = amplification_ratio(event.iterations_after, event.constants)
+    return ZCDPEvent(event.base.rho * ratio, owner=event.owner, unit=event.unit, record=event.record)
+
+
+# ---------------------------------------------------------------------------------------------
+# Curves for reproductions
+# ---------------------------------------------------------------------------------------------
+#: the variants :func:`amplification_curve` reports: (bound, exponent)
+CURVE_VARIANTS = {"convex": ("convex", "conservative"),
+                  "strongly-convex-paper": ("strongly-convex", "paper"),
+                  "strongly-convex-conservative": ("strongly-convex", "conservative"),
+                  "strongly-convex-precise": ("strongly-convex", "precise"),
+                  "strongly-convex-precise-paper": ("strongly-convex", "precise-paper")}
+
+
+def amplification_curve(constants: AmplificationConstants, delta: float, sigma: float,
+                        ks: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
+    """The privacy curve of a reproduction: amplified over local rho against k, every variant.
+
+    Each variant is computed as itself (no fall-back to another bound, unlike booking): a
+    variant whose premises the constants do not meet (convex with eta > 1/nu, strongly
+    convex with eta outside (23) or mu, mu_g = 0) is all NaN, and its reason is in
+    ``reasons``. On the paper's own instance f is not strongly convex (notes A4), so its
+    strongly convex curves are nominal: label them so.
+
+    Parameters
+    ----------
+    constants : AmplificationConstants
+        The run's constants (``bound`` and ``exponent`` are ignored: every variant is given).
+    delta, sigma : float
+        Delta (replace-one radius, Def. 3.3) and the noise std, for ``local_rho``.
+    ks : sequence of int
+        Noisy iterations after the record's use.
+
+    Returns
+    -------
+    dict
+        ``"k"``, ``"T"`` (floor(k/2)), ``"local_rho"`` (constant in k), and per variant of
+        :data:`CURVE_VARIANTS` the ratio ``min(local, amplified)/local`` under its name and
+        the zCDP under ``name + "_rho"``; ``"reasons"``: variant -> why it does not apply.
+    """
+    k = np.asarray(ks)
+    loc = local_rho(constants.eta, delta, sigma)
+    out: dict = {"k": k.copy(), "T": np.floor_divide(k, 2), "local_rho": np.full(k.shape, loc)}
+    checks = {"convex": _convex_applies(constants),
+              "strongly-convex": _in_interval(constants.eta, constants.nu, constants.mu,
+                                              constants.mu_g, constants.beta, constants.norm_AtB)}
+    reasons = {}
+    for name, (bound, exponent) in CURVE_VARIANTS.items():
+        ok, why = checks[bound]
+        ratio = _ratio(k, constants, bound, exponent) if ok else np.full(k.shape, np.nan)
+        if not ok:
+            reasons[name] = why
+        out[name], out[name + "_rho"] = ratio, ratio * loc
+    out["reasons"] = reasons
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 8: every user, under a hidden random permutation
+# ---------------------------------------------------------------------------------------------
+def all_user_rdp(n_users: int, constants: AmplificationConstants, delta: float, sigma: float,
+                 orders: Sequence[float] | np.ndarray) -> np.ndarray:
+    """RDP of the final token for any one user when N users are processed in a uniformly random
+    permutation that stays hidden (Section 8, Lemma 8.2, notes 3.7 and A11).
+
+    **Covers none of the public schedules** (ring, walk, sample): there the order is public
+    and each record's cost is its own position's, booked per observer. This is a
+    pure-accounting figure for a process that keeps the order secret and releases only the
+    final token.
+
+    The user's position is uniform, so the number of noisy iterations after its own, k, is
+    uniform on {0, ..., N-1}; given k the release is ``rho_k``-zCDP with
+    ``rho_k = amplified_rho(k)`` (the booked bound, :func:`booked_bound`), hence
+    ``alpha rho_k``-RDP at order alpha. Lemma 8.2 (weak convexity of D_alpha, [FMTT18,
+    Lemma 25]) applies when every ``alpha rho_k <= 1/(alpha-1)``, i.e. ``alpha (alpha-1)
+    rho_local <= 1``, and gives ``2 alpha E_k[rho_k]``; Renyi divergence is quasi-convex, so
+    ``alpha rho_local`` (local privacy) holds at every order. The result is the smaller one
+    where the lemma applies, else local. The paper's Corollary 8.3 is the O(.) form of this;
+    here E_k is computed exactly, not bounded by H_N/N.
+
+    Parameters
+    ----------
+    n_users : int
+        N, the number of users (records), each used once.
+    constants : AmplificationConstants
+        The run's constants and requested bound.
+    delta, sigma : float
+        Delta (replace-one radius) and the noise std.
+    orders : sequence of float
+        Renyi orders, each > 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The RDP bound at each order.
+    """
+    if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
+        raise ConfigError(f"n_users = {n_users!r} must be an integer >= 1",
+                          "give the number of users processed in the random permutation")
+    alpha = np.asarray(orders, dtype=float)
+    if alpha.ndim != 1 or alpha.size == 0 or not np.all(np.isfinite(alpha)) or np.any(alpha <= 1.0):
+        raise ConfigError(f"orders = {orders!r} must be finite Renyi orders > 1",
+                          "give orders such as 1.5, 2, 4, 8, 16, 32")
+    rho = local_rho(constants.eta, delta, sigma) * _ratio(
+        np.arange(n_users), constants, booked_bound(constants), constants.exponent)
+    local, mean = float(rho.max()), float(rho.mean())
+    lemma = alpha * (alpha - 1.0) * local <= 1.0
+    return np.where(lemma, np.minimum(2.0 * alpha * mean, alpha * local), alpha * local)
+
+
+def all_user_epsilon(n_users: int, constants: AmplificationConstants, delta: float,
+                     sigma: float, dp_delta: float,
+                     orders: Sequence[float] | np.ndarray | None = None) -> tuple[float, float]:
+    """(epsilon, order) at ``dp_delta`` of :func:`all_user_rdp`, converted by CKS over
+    ``orders`` (dp-accounting's grid without order 1 by default). Covers none of the public
+    schedules (see :func:`all_user_rdp`)."""
+    grid = np.asarray([a for a in DEFAULT_RDP_ORDERS if a > 1.0] if orders is None else orders, dtype=float)
+    return rdp_to_eps_orders(grid, all_user_rdp(n_users, constants, delta, sigma, grid), dp_delta,
+                             return_order=True)
+
+
+def first_amplified_k(curve: dict[str, np.ndarray]) -> dict[str, int | None]:
+    """Per variant of an :func:`amplification_curve`, the smallest listed k whose bound is below
+    local privacy (None: none of the listed k, or the variant does not apply).
+
+    On a ring with one iteration per hop, an observer d hops after the record's owner first
+    sees the token k = d - 1 iterations after the record's use.
+    """
+    out: dict[str, int | None] = {}
+    for name in CURVE_VARIANTS:
+        below = np.flatnonzero(curve[name] < 1.0)   # NaN compares False: not applicable
+        out[name] = int(curve["k"][below[0]]) if below.size else None
+    return out
