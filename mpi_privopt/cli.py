@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition")
+    p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition, amplification")
     from .commands.privacy import add_arguments as add_privacy_arguments
     add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
