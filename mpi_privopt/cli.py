@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", default=None, help="also draw the three panels to this PNG file")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
+    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (gade2017 and gauthier2024 launch mpiexec)")
     p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")
     p.add_argument("options", nargs=argparse.REMAINDER,
                    help="options of that reproduction (see reproduce NAME --help)")
