@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 
-from .network import Network
 from .topology import metropolis_row
+
+if TYPE_CHECKING:
+    # only a type here: importing the network starts MPI, and the command line validates
+    # its input before MPI starts (entrypoint.validate_before_mpi)
+    from .network import Network
 
 
 @dataclass

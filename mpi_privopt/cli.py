@@ -31,24 +31,35 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
+    from .prelaunch import validate_before_mpi
+    validate_before_mpi(args.config, args.overrides)  # bad input: exit 2 before MPI starts
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
+    _note_single_agent()
     result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
     return 0
 
 
+def _note_single_agent() -> None:
+    """Say so when a run has one agent: usually `run` was started without mpiexec."""
+    from mpi4py import MPI
+    if MPI.COMM_WORLD.Get_size() == 1:
+        print("mpi_privopt: note: one agent (a single process: not started by mpiexec or "
+              "srun with several tasks); it runs alone with no neighbours. For a "
+              "decentralized run start K agents: mpiexec -n K python -m mpi4py -m "
+              "mpi_privopt run ...", file=sys.stderr, flush=True)
+
+
 def cmd_check(args) -> int:
     from . import problems
-    from .config import load_config
-    from .engine import build_graph
+    from .prelaunch import check_run_input
     from .topology import describe
 
     from .algorithms import ALGORITHMS
 
-    cfg = load_config(args.config, args.overrides)
-    graph = build_graph(cfg, args.ranks)
+    cfg, graph = check_run_input(args.config, args.overrides, args.ranks)
     counts = [len(problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)[1])
               for agent in range(args.ranks)]
     # what a method can refuse only once it sees the graph and the data (a token schedule)
@@ -154,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition")
+    p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition, amplification")
     from .commands.privacy import add_arguments as add_privacy_arguments
     add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
@@ -168,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", default=None, help="also draw the three panels to this PNG file")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (launches mpiexec)")
-    p.add_argument("name", help="the paper, e.g. gade2017 or gauthier2024")
+    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (gade2017 and gauthier2024 launch mpiexec)")
+    p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")
     p.add_argument("options", nargs=argparse.REMAINDER,
                    help="options of that reproduction (see reproduce NAME --help)")
     p.set_defaults(func=cmd_reproduce)

@@ -42,9 +42,13 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
+from .prelaunch import build_graph
 from .problems.metrics import LOCAL, NONE, REFERENCE
-from .results import RunDirectory, choose_run_dir, write_agent_model, write_json
+from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
+                      write_json)
 from .summary import RunSummary, format_summary
+from .budget_stop import speak_for_stopped_agents, stop_record_path
+from .divergence import Diverged, DivergenceGuard, NoiseWatch
 from .traffic import assemble_matrices
 
 
@@ -62,18 +66,6 @@ class RunResult:
     traffic: dict = field(default_factory=dict)
     models: np.ndarray | None = None
     w_c: np.ndarray | None = None
-
-
-def build_graph(cfg: Config, n_ranks: int):
-    """The validated communication graph of ``cfg`` for ``n_ranks`` agents."""
-    t = cfg.topology
-    seed = t.seed if t.seed >= 0 else cfg.run.seed
-    graph = topology.build_graph(t.kind, n_ranks, seed=seed, directed=t.directed,
-                                 params={"degree": t.degree, "radius": t.radius,
-                                         "neighbors": t.neighbors, "rewire": t.rewire,
-                                         "rows": t.rows, "file": t.file})
-    topology.validate_graph(graph, n_ranks)
-    return graph
 
 
 def config_hash(cfg: Config) -> str:
@@ -140,6 +132,7 @@ class Session:
     algorithm: Any
     monitor: Monitor
     directory: RunDirectory | None
+    divergence: DivergenceGuard
     metrics: list[Evaluation] = field(default_factory=list)
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -197,11 +190,25 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     mode = cfg.run.evaluate
 
     agree(eval_comm, lambda: _confirm_same_config(eval_comm, cfg))
+    agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name].check_agent_count(n_agents))
     graph = agree(eval_comm, lambda: build_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
+    try:
+        return _set_up_in(run_dir, cfg, comm, eval_comm, stream, on_setup, graph)
+    except BaseException:
+        if root:
+            release_run_dir(run_dir)  # refused during set-up: no empty directory left
+        raise
 
+
+def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
+               stream: TextIO | None, on_setup, graph) -> Session:
+    """The rest of :func:`set_up`, once the run directory is claimed."""
+    rank, n_agents = comm.Get_rank(), comm.Get_size()
+    root = rank == 0
+    mode = cfg.run.evaluate
     method = ALGORITHMS[cfg.algorithm.name]
     problem = build_problems(cfg.problem, eval_comm, cfg.run.seed, mode,
                              records=method.uses_records)
@@ -224,6 +231,9 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
     if on_setup is not None:
         on_setup(agent, algorithm)
+    noise_watch = NoiseWatch()
+    net.add_listener(noise_watch)
+    divergence = DivergenceGuard(np.array(algorithm.estimate, dtype=float), noise_watch)
 
     monitor = Monitor(eval_comm, problem.evaluator, mode)
     directory = None
@@ -244,7 +254,8 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
     return Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
                    run_dir=str(run_dir), problem=problem, net=net, ledger=ledger, noise=noise,
-                   algorithm=algorithm, monitor=monitor, directory=directory)
+                   algorithm=algorithm, monitor=monitor, directory=directory,
+                   divergence=divergence)
 
 
 def iterate(s: Session) -> None:
@@ -257,12 +268,22 @@ def iterate(s: Session) -> None:
         s.net.round = n
         try:
             s.algorithm.step(n)
-        except PrivacyBudgetExceeded:
+            s.divergence.check(s.algorithm.estimate, n)
+        except Diverged as err:
+            write_json(stop_record_path(s.run_dir, s.rank, "diverged"),
+                       {"stopped_at_iteration": n, "reason": err.what, **s.ledger.to_dict()})
+            raise speak_for_stopped_agents(s.run_dir, s.rank, n, err, "diverged") from None
+        except PrivacyBudgetExceeded as err:
             # Only this agent knows; the others wait on it, so the job is aborted by the
-            # caller. Leave this agent's ledger beside what rank 0 has written so far.
-            write_json(Path(s.run_dir) / f"privacy-agent-{s.rank}-at-stop.json",
-                       {"stopped_at_iteration": n, **s.ledger.to_dict()})
-            raise
+            # caller. Leave this agent's ledger and traffic beside what rank 0 has written
+            # so far, then let one stopped agent speak for all (budget_stop.py).
+            write_json(stop_record_path(s.run_dir, s.rank),
+                       {"stopped_at_iteration": n, "reason": err.what,
+                        "bytes_sent": sent_bytes(s.net.meter),
+                        "traffic": {phase: {key: value.tolist() for key, value in row.items()}
+                                    for phase, row in s.net.meter.rows(s.comm.Get_size()).items()},
+                        **s.ledger.to_dict()})
+            raise speak_for_stopped_agents(s.run_dir, s.rank, n, err) from None
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
             evaluate(s, n, tick - start - s.eval_seconds)

@@ -16,6 +16,8 @@ from .errors import UserError
 
 #: seconds a failing rank gives the launcher to forward its message before aborting
 ABORT_GRACE_SECONDS = 0.5
+#: seconds a rank whose error another rank reports waits for that rank's abort
+QUIET_WAIT_SECONDS = 10.0
 
 #: what launchers set to say how many tasks they started, and which one a process is
 #: (MPICH's hydra and PMI, Open MPI, PMIx, Slurm's srun)
@@ -51,6 +53,17 @@ def lone_copy_error(environ: dict, world_size: int) -> LaunchError | None:
                 "--mpi-library names it); under Slurm use srun --mpi=pmi2 for MPICH or "
                 "srun --mpi=pmix for Open MPI")
     return None
+
+
+def announced_size(environ: dict) -> int:
+    """The number of tasks the launcher announced (1 when it announced none)."""
+    sizes = []
+    for name in LAUNCHER_SIZES:
+        try:
+            sizes.append(int(environ[name]))
+        except (KeyError, ValueError):
+            continue
+    return max(sizes, default=1)
 
 
 def announced_rank(environ: dict) -> int:
@@ -94,22 +107,31 @@ def _world():
 
 
 def fail_user(err: UserError) -> NoReturn:
-    """Print a user error once and exit non-zero on every rank without a hang."""
+    """Print a user error once and exit non-zero on every rank without a hang.
+
+    The status is the error's ``status`` (3 for a diverged run), 2 for bad input.
+    """
     comm = _world()
     collective = getattr(err, "collective", False)
+    if getattr(err, "quiet", False):
+        # Another rank speaks for this one (budget_stop.py) and aborts the job; speak
+        # only if that abort never comes.
+        time.sleep(QUIET_WAIT_SECONDS)
     if not collective or comm.Get_rank() == 0:
-        where = "" if collective or comm.Get_size() == 1 else f"[agent {comm.Get_rank()}] "
+        where = ("" if collective or getattr(err, "for_all", False) or comm.Get_size() == 1
+                 else f"[agent {comm.Get_rank()}] ")
         print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
+    status = getattr(err, "status", 2)
     if not collective:
         # Only this rank knows; the others may be waiting in a collective call.
-        abort_others(2)
-        sys.exit(2)
+        abort_others(status)
+        sys.exit(status)
     # Every rank knows: leave together and cleanly, without MPI_Abort's noise.
     from mpi4py import MPI
     sys.stdout.flush()
     sys.stderr.flush()
     MPI.Finalize()
-    os._exit(2)
+    os._exit(status)
 
 
 def abort_others(code: int) -> None:

@@ -24,6 +24,8 @@ def load_run(run_dir: str | Path) -> dict:
     # metrics.csv is absent from a run with run.evaluate = "none" (nothing was measured)
     needed = ("traffic.json", "privacy.json", "summary.json")
     missing = [n for n in needed if not (path / n).is_file()]
+    if missing and (path / "config.toml").is_file():
+        return load_incomplete_run(path, missing)
     if missing:
         raise ConfigError(f"{path} is not a finished run directory (missing {', '.join(missing)})",
                           "give the directory printed at the end of `mpi_privopt run`")
@@ -37,6 +39,72 @@ def load_run(run_dir: str | Path) -> dict:
         "privacy": privacy,
         "summary": RunSummary.read(path),
     }
+
+
+def load_incomplete_run(path: Path, missing: list[str]) -> dict:
+    """What a run that did not finish left: its metrics and the agents' stop records."""
+    from .budget_stop import RECORDS, stop_record_path, stopped_agents
+    records = {kind: {k: json.loads(stop_record_path(path, k, kind).read_text())
+                      for k in stopped_agents(path, kind)} for kind in RECORDS}
+    return {"incomplete": True, "path": path, "missing": missing,
+            "metrics": read_metrics(path), "stopped": records}
+
+
+#: how the report names each reason an agent stopped the run
+STOP_REASONS = {"budget": "stopped by the privacy budget", "diverged": "diverged"}
+
+
+def incomplete_text(run: dict) -> str:
+    """The report of a run that did not finish: what it reached and what it spent."""
+    from .budget_stop import agent_names as _names
+    from .privacy.accountants import HeadlineAccountant
+    m = run["metrics"]
+    measured = (f"metrics up to iteration {int(m['iteration'][-1])}"
+                if m.get("iteration") is not None and len(m["iteration"]) else "no metrics")
+    kinds = [kind for kind, records in run["stopped"].items() if records]
+    if kinds:
+        kind = kinds[0]
+        stopped = run["stopped"][kind]
+        at = sorted({r["stopped_at_iteration"] for r in stopped.values()})
+        lines = [f"incomplete run {run['path']}: {STOP_REASONS[kind]} at iteration "
+                 f"{', '.join(map(str, at))} (no {', '.join(run['missing'])}); {measured}"]
+        if kind == "diverged":
+            lines.append(f"  {next(iter(stopped.values()))['reason']}")
+        lines.append(f"each stopped agent recorded what it had spent before it stopped "
+                     f"({STOP_RECORDS_SHOWN[kind]}):")
+        for k, record in stopped.items():
+            eps = HeadlineAccountant.from_dict(record["total"]).epsilon(record["delta"])["best"]
+            sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
+            lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
+                         f"{_eps(eps)} at delta {record['delta']:g} (budget "
+                         f"{_eps(record['budget'])}){sent}")
+        unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
+        if unknown:
+            lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
+                         "stopped neighbour; what they spent was not written)")
+    else:
+        lines = [f"incomplete run {run['path']}: it did not finish (no "
+                 f"{', '.join(run['missing'])}): it was killed or is still running; "
+                 f"{measured}. Traffic and privacy totals are written only at the end."]
+    curve = _curve_column(m)
+    if curve is not None and len(m["iteration"]):
+        lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
+                     f"{m[curve][-1]:.2e}")
+    return "\n".join(lines)
+
+
+#: the record files named in the report, by reason
+STOP_RECORDS_SHOWN = {"budget": "privacy-agent-K-at-stop.json",
+                      "diverged": "diverged-agent-K.json"}
+
+
+def _agents(path: Path) -> int:
+    """The number of agents of a run directory, from its graph file's header (0 if none)."""
+    import re
+    graph = path / "graph.edgelist"
+    header = graph.read_text().partition("\n")[0] if graph.is_file() else ""
+    found = re.search(r"\bn=(\d+)", header)
+    return int(found.group(1)) if found else 0
 
 
 def _matrix_text(matrix: np.ndarray, fmt) -> list[str]:
@@ -158,6 +226,9 @@ def plot_report(run: dict, png: str | Path) -> None:
 
 def main(args) -> int:
     run = load_run(args.run_dir)
+    if run.get("incomplete"):
+        print(incomplete_text(run))
+        return 0
     print(text_report(run))
     if args.png:
         plot_report(run, args.png)

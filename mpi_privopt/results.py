@@ -55,24 +55,61 @@ def write_agent_model(run_dir: str | Path, agent: int, w: np.ndarray) -> None:
     np.savez(agent_model_path(run_dir, agent), w=np.asarray(w, dtype=np.float64))
 
 
+#: made with O_EXCL inside an --out directory while a run claims it; removed once the
+#: run's config.toml is there (from then on the directory is not empty)
+CLAIM_MARKER = ".mpi_privopt-claim"
+
+
 def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") -> Path:
-    """The directory for a new run; never one that already holds results, and one that can
-    be made (checked now, while the ranks agree, rather than found when rank 0 writes)."""
+    """Create (claim) the directory for a new run and return it.
+
+    Never one that already holds results, and never one that another run claims at the
+    same moment: the default ``runs/NAME-STAMP-seedS`` is made with an exclusive ``mkdir``
+    (a suffix is added until one succeeds), an ``--out`` directory is claimed with an
+    exclusive marker file. Checked now, while the ranks agree, rather than found when
+    rank 0 writes.
+    """
     if out:
         path = Path(out)
+        if path.is_dir() and [p.name for p in path.iterdir()] == [CLAIM_MARKER]:
+            raise _claimed_by_another(out)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ConfigError(f"--out {out} already exists and is not empty",
                               "choose a new directory; earlier results are never overwritten")
         _check_can_make(path, f"--out {out}")
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            os.close(os.open(path / CLAIM_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            raise _claimed_by_another(out) from None
         return path
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = Path(base) / f"{name}-{stamp}-seed{seed}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = Path(base) / f"{name}-{stamp}-seed{seed}-{suffix}"
-    _check_can_make(path, f"the run directory {path}")
-    return path
+    stem = Path(base) / f"{name}-{stamp}-seed{seed}"
+    _check_can_make(stem, f"the run directory {stem}")
+    path, suffix = stem, 1
+    while True:
+        try:
+            path.mkdir(parents=True)  # exclusive: two jobs in the same second differ
+            return path
+        except FileExistsError:
+            suffix += 1
+            path = stem.with_name(f"{stem.name}-{suffix}")
+
+
+def _claimed_by_another(out: str) -> ConfigError:
+    return ConfigError(f"--out {out} is being used by another run started at the same time",
+                       "choose a new directory for this run")
+
+
+def release_run_dir(path: str | Path) -> None:
+    """Undo a claim whose run never started: remove the directory if nothing but the
+    claim is in it (a run refused during set-up leaves no empty directory behind)."""
+    path = Path(path)
+    (path / CLAIM_MARKER).unlink(missing_ok=True)
+    try:
+        path.rmdir()
+    except OSError:
+        pass  # something was written: keep it
 
 
 def _check_can_make(path: Path, what: str) -> None:
@@ -127,6 +164,7 @@ class RunDirectory:
 
     def write_config(self, toml_text: str) -> None:
         (self.path / "config.toml").write_text(toml_text)
+        (self.path / CLAIM_MARKER).unlink(missing_ok=True)  # no longer empty: claimed
 
     def write_graph(self, graph) -> None:
         write_edge_list(graph, self.path / "graph.edgelist")

@@ -42,6 +42,8 @@ class Algorithm(ABC):
         Whether ``agent.problem`` is the agent's records of one mean objective
         (:class:`~mpi_privopt.problems.records.Records`, a token method) instead of its
         local objective f_k.
+    min_agents : int
+        The fewest agents it can run with (:meth:`check_agent_count`).
     Params : dataclass
         The algorithm's keys in the ``[algorithm]`` section, with defaults.
     """
@@ -51,6 +53,9 @@ class Algorithm(ABC):
     private: ClassVar[bool] = False
     requires_undirected: ClassVar[bool] = True
     uses_records: ClassVar[bool] = False
+    #: the fewest agents the method can run with (a method that must send its neighbours
+    #: something at set-up cannot run alone)
+    min_agents: ClassVar[int] = 1
 
     @dataclasses.dataclass
     class Params:
@@ -68,6 +73,18 @@ class Algorithm(ABC):
     param_checks: ClassVar[tuple[Callable, ...]] = ()
     #: checks of the whole config (``check(name, cfg)``), run by :meth:`validate_config`
     config_checks: ClassVar[tuple[Callable, ...]] = ()
+
+    @classmethod
+    def check_agent_count(cls, n_agents: int) -> None:
+        """Raise ConfigError if the method cannot run with ``n_agents`` agents."""
+        if n_agents < cls.min_agents:
+            started = (" (a single process: was it started without mpiexec?)"
+                       if n_agents == 1 else "")
+            raise ConfigError(
+                f"{cls.name!r} needs at least {cls.min_agents} agents; this run has "
+                f"{n_agents}{started}",
+                f"start {cls.min_agents} or more ranks, e.g. mpiexec -n {max(cls.min_agents, 4)} "
+                "python -m mpi4py -m mpi_privopt run ...")
 
     @classmethod
     def validate(cls, params: "Algorithm.Params") -> None:

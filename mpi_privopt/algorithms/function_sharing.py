@@ -84,6 +84,7 @@ class FunctionSharing(Algorithm):
     class; the paper states it for polynomial objectives of bounded degree.
     """
 
+    min_agents = 2  # every agent sends its neighbours shares of its function
     name = "fs"
     summary = "FS function sharing: random polynomial shares, then DGD (Gade & Vaidya; not DP)"
     release_note = FS_NOTE

@@ -1,7 +1,8 @@
-"""``python -m mpi_privopt privacy {epsilon, calibrate, coalition}``: accounting by hand.
+"""``python -m mpi_privopt privacy {epsilon, calibrate, coalition, amplification}``: accounting by hand.
 
 These commands need no MPI: they answer "what does this noise cost?", "what noise meets
-this budget?" and "what did this coalition learn in that run?".
+this budget?", "what did this coalition learn in that run?" and "what is a noisy ADMM
+iteration worth k iterations later?" (amplification by iteration, Chan, Xie & Zhao 2023).
 """
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..privacy.accountants import GaussianEvent, LaplaceEvent, epsilon_all
+from ..privacy.amplification import (CURVE_VARIANTS, AmplificationConstants, amplification_curve,
+                                     bound_applies, booked_bound, first_amplified_k,
+                                     local_rho, midpoint_eta)
+from ..privacy.conversions import zcdp_to_eps_tight
 from ..privacy.calibration import (ZCDP_CONVERSIONS, calibrate_gaussian_noise,
                                    calibrate_zcdp_total)
 from ..privacy.report import coalition_epsilon
@@ -69,6 +76,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--observers", required=True, help="comma-separated agent ids")
     p.add_argument("--json", action="store_true")
     p.set_defaults(privacy_func=cmd_coalition)
+
+    p = sub.add_parser("amplification",
+                       help="zCDP of a noisy ADMM iteration seen k iterations later (Chan, Xie & Zhao 2023)")
+    p.add_argument("--eta", type=float, default=None,
+                   help="step size (default: the midpoint of interval (23), needs --mu and --mu-g)")
+    p.add_argument("--beta", type=float, required=True, help="augmented-Lagrangian penalty")
+    p.add_argument("--nu", type=float, required=True, help="smoothness of every record's f")
+    p.add_argument("--mu", type=float, default=0.0, help="strong convexity of every f (0: none)")
+    p.add_argument("--mu-g", type=float, default=0.0, help="strong convexity of g (0: none)")
+    p.add_argument("--norm-A", type=float, default=1.0, help="||A|| (1 for A = I)")
+    p.add_argument("--norm-AtB", type=float, default=1.0, help="||A^T B|| (1 for A = I, B = -I)")
+    p.add_argument("--sigma", type=float, required=True, help="noise std added to x per iteration")
+    p.add_argument("--radius", type=float, required=True,
+                   help="Delta, the replace-one radius of Def. 3.3 (2 x clip for clipped gradients)")
+    p.add_argument("--k", default="0,1,2,4,8,12,16,32,64,128",
+                   help="iterations after the record's use (comma-separated)")
+    p.add_argument("--bound", choices=("convex", "strongly-convex", "local"), default="convex",
+                   help="the bound a run would book (the table shows every variant)")
+    p.add_argument("--exponent", choices=("paper", "conservative", "precise", "precise-paper"),
+                   default="conservative", help="strongly convex exponent a run would book")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon column")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(privacy_func=cmd_amplification)
 
 
 def _print_json(data: dict) -> None:
@@ -167,6 +197,73 @@ def cmd_coalition(args) -> int:
               "(not its neighbours), so they add nothing; what they may learn from their "
               "own neighbours is post-processing of releases already counted on agent "
               f"{args.agent}'s links")
+    return 0
+
+
+#: how far ``privacy amplification`` looks for the first k that beats local privacy
+_K_SEARCH = 100_000
+
+
+def cmd_amplification(args) -> int:
+    ks = _floats(args.k, "k")
+    if not all(k.is_integer() and k >= 0 for k in ks):
+        raise ConfigError(f"--k {args.k!r} must list whole numbers of iterations >= 0",
+                          "write e.g. --k 0,1,2,4,8")
+    ks = [int(k) for k in ks]
+    eta = args.eta
+    if eta is None:
+        if args.mu <= 0 or args.mu_g <= 0:
+            raise ConfigError("--eta is missing", "give --eta, or --mu and --mu-g > 0 to use the "
+                              "midpoint of interval (23)")
+        eta = midpoint_eta(args.nu, args.mu, args.mu_g, args.beta, args.norm_AtB)
+    for name in ("sigma", "radius"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"--{name} {value!r} must be a finite number > 0",
+                              f"give --{name} as a positive number")
+    constants = AmplificationConstants(eta=eta, beta=args.beta, nu=args.nu, norm_A=args.norm_A,
+                                       norm_AtB=args.norm_AtB, mu=args.mu, mu_g=args.mu_g,
+                                       bound=args.bound, exponent=args.exponent)
+    curve = amplification_curve(constants, args.radius, args.sigma, ks)
+    loc = local_rho(eta, args.radius, args.sigma)
+    applies, why = bound_applies(constants)
+    booked = booked_bound(constants)
+    booked_name = booked if booked != "strongly-convex" else f"strongly-convex-{args.exponent}"
+    booked_rho = [loc] * len(ks) if booked == "local" else curve[booked_name + "_rho"].tolist()
+    result = {"eta": eta, "local_rho": loc, "local_epsilon": zcdp_to_eps_tight(loc, args.delta),
+              "delta": args.delta, "k": ks, "requested": args.bound, "booked": booked_name,
+              "booked_rho": booked_rho, "warning": why or None,
+              "ratios": {n: [None if math.isnan(v) else v for v in curve[n].tolist()]
+                         for n in CURVE_VARIANTS},
+              "not_applicable": curve["reasons"],
+              "first_k_below_local": first_amplified_k(
+                  amplification_curve(constants, args.radius, args.sigma, np.arange(_K_SEARCH + 1)))}
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"eta = {eta:.6g}, Delta = {args.radius:g}, sigma = {args.sigma:g}: local zCDP rho = "
+          f"{loc:.6g} (epsilon {result['local_epsilon']:.4g} at delta {args.delta:g})")
+    if not applies:
+        print(f"note: {why}")
+    names = list(CURVE_VARIANTS)
+    short = {"convex": "convex", "strongly-convex-paper": "sc-paper",
+             "strongly-convex-conservative": "sc-conserv", "strongly-convex-precise": "sc-precise",
+             "strongly-convex-precise-paper": "sc-prec-pap"}
+    print("amplified / local rho (min with 1; T = floor(k/2); '-' where a bound does not apply):")
+    print(f"  {'k':>6} {'T':>5} " + " ".join(f"{short[n]:>11}" for n in names)
+          + f" {'booked rho':>12} {'epsilon':>9}")
+    for i, k in enumerate(ks):
+        cells = " ".join("          -" if math.isnan(curve[n][i]) else f"{curve[n][i]:11.4g}"
+                         for n in names)
+        print(f"  {k:>6} {k // 2:>5} {cells} {booked_rho[i]:12.4g} "
+              f"{zcdp_to_eps_tight(booked_rho[i], args.delta):9.4g}")
+    print(f"booked by a run: {booked_name}")
+    for n, reason in curve["reasons"].items():
+        print(f"  {n} does not apply: {reason}")
+    firsts = ", ".join(f"{short[n]} {'-' if k is None else k}"
+                       for n, k in result["first_k_below_local"].items())
+    print(f"smallest k below local (of 0..{_K_SEARCH}; on a ring, the observer k + 1 hops "
+          f"downstream): {firsts}")
     return 0
 
 

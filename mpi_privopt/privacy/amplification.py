@@ -64,6 +64,7 @@ __all__ = [
     "contraction_factor",
     "convex_constant",
     "eta_interval",
+    "first_amplified_k",
     "gamma",
     "local_rho",
     "midpoint_eta",
@@ -228,6 +229,7 @@ def _in_interval(eta: float, nu: float, mu: float, mu_g: float, beta: float,
     return True, ""
 
 
+@lru_cache(maxsize=256)  # booked per record and sighting with the same constants
 def strongly_convex_terms(eta: float, beta: float, nu: float, mu: float, mu_g: float,
                           norm_A: float = 1.0, norm_AtB: float = 1.0) -> StronglyConvexTerms:
     """R, P, S, Q, Lfrak, M and C of Section 7 (Lemmas 7.6, 7.7, Theorem 7.2).
@@ -338,6 +340,10 @@ def local_rho(eta: float, delta: float, sigma: float) -> float:
 
     ``delta`` is Delta, the replace-one radius of Definition 3.3 (not a DP delta).
     """
+    eta = _number(eta, "eta", positive=True, fix="give the step size eta > 0")
+    delta = _number(delta, "Delta", positive=False,
+                    fix="give the replace-one radius Delta >= 0 (2 x clip for clipped gradients)")
+    sigma = _number(sigma, "sigma", positive=True, fix="give the noise std sigma > 0")
     return (eta * delta) ** 2 / (2.0 * sigma**2)
 
 
@@ -526,3 +532,17 @@ def all_user_epsilon(n_users: int, constants: AmplificationConstants, delta: flo
     grid = np.asarray([a for a in DEFAULT_RDP_ORDERS if a > 1.0] if orders is None else orders, dtype=float)
     return rdp_to_eps_orders(grid, all_user_rdp(n_users, constants, delta, sigma, grid), dp_delta,
                              return_order=True)
+
+
+def first_amplified_k(curve: dict[str, np.ndarray]) -> dict[str, int | None]:
+    """Per variant of an :func:`amplification_curve`, the smallest listed k whose bound is below
+    local privacy (None: none of the listed k, or the variant does not apply).
+
+    On a ring with one iteration per hop, an observer d hops after the record's owner first
+    sees the token k = d - 1 iterations after the record's use.
+    """
+    out: dict[str, int | None] = {}
+    for name in CURVE_VARIANTS:
+        below = np.flatnonzero(curve[name] < 1.0)   # NaN compares False: not applicable
+        out[name] = int(curve["k"][below[0]]) if below.size else None
+    return out

@@ -208,6 +208,12 @@ def test_constants_and_event_refuse_bad_input():
         AmplifiedGaussianEvent(ZCDPEvent(1.0), 3, c)
     with pytest.raises(ConfigError, match=">= 0"):
         amplified_rho(-2, c, 1.0, 1.0)
+    with pytest.raises(ConfigError, match="integers"):
+        amplified_rho(2.5, c, 1.0, 1.0)
+    with pytest.raises(ConfigError, match="sigma"):
+        amplified_rho(4, c, 1.0, 0.0)
+    with pytest.raises(ConfigError, match="Delta"):
+        local_rho(1.0, -1.0, 1.0)
 
 
 def test_transform_books_min_of_local_and_amplified_with_owner_unit_record():

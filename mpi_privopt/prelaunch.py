@@ -1,0 +1,58 @@
+"""Checks of a run's input that need no MPI: the config, the agent count and the graph.
+
+``check CONFIG --ranks K`` runs them for K; ``run`` runs them before MPI starts, with the
+world size the launcher announced in the environment (``PMI_SIZE``, ``OMPI_COMM_WORLD_SIZE``,
+...). Why before: once MPI has started, ranks that all find the same bad input and exit 2
+race the launcher's clean-up, which sometimes kills the slower ones and reports status 9
+with a banner. A process that has not started MPI just exits 2, and so does the job.
+
+Nothing here imports mpi4py (a test checks it).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .config import Config, load_config
+
+__all__ = ["build_graph", "check_run_input", "validate_before_mpi"]
+
+
+def build_graph(cfg: Config, n_ranks: int):
+    """The validated communication graph of ``cfg`` for ``n_ranks`` agents."""
+    from . import topology
+    t = cfg.topology
+    seed = t.seed if t.seed >= 0 else cfg.run.seed
+    graph = topology.build_graph(t.kind, n_ranks, seed=seed, directed=t.directed,
+                                 params={"degree": t.degree, "radius": t.radius,
+                                         "neighbors": t.neighbors, "rewire": t.rewire,
+                                         "rows": t.rows, "file": t.file})
+    topology.validate_graph(graph, n_ranks)
+    return graph
+
+
+def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
+    """Load ``config`` and check it for ``n_ranks`` agents; returns ``(cfg, graph)``.
+
+    Raises the UserError of the first problem found.
+    """
+    from .algorithms import ALGORITHMS
+    cfg = load_config(config, overrides)
+    ALGORITHMS[cfg.algorithm.name].check_agent_count(n_ranks)
+    return cfg, build_graph(cfg, n_ranks)
+
+
+def validate_before_mpi(config: str | None, overrides: list[str]) -> None:
+    """Exit 2 with one message (from the launcher's task 0) if the input is bad.
+
+    The agent count is the one the launcher announced (1 without a launcher); a launcher
+    that MPI cannot read is found later, once MPI has started (lone copies).
+    """
+    from .entrypoint import announced_rank, announced_size
+    from .errors import UserError
+    try:
+        check_run_input(config, overrides, announced_size(os.environ))
+    except UserError as err:
+        if announced_rank(os.environ) == 0:
+            print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)
+        sys.exit(2)
