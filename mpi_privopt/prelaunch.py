@@ -38,8 +38,13 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     """
     from .algorithms import ALGORITHMS
     cfg = load_config(config, overrides)
-    ALGORITHMS[cfg.algorithm.name].check_agent_count(n_ranks)
-    return cfg, build_graph(cfg, n_ranks)
+    method = ALGORITHMS[cfg.algorithm.name]
+    method.check_agent_count(n_ranks)
+    graph = build_graph(cfg, n_ranks)
+    check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
+    if check_graph is not None:
+        check_graph(cfg, graph)
+    return cfg, graph
 
 
 def validate_before_mpi(config: str | None, overrides: list[str]) -> None:

@@ -150,6 +150,20 @@ class TokenADMM(Algorithm):
                 for c in range(params.chains)]
 
     @classmethod
+    def check_graph(cls, cfg, graph) -> None:
+        """Refuse before MPI starts a schedule the graph cannot carry: a ring without a
+        Hamiltonian cycle, a walk or relays on a disconnected graph, a start off the graph."""
+        params, K = cfg.algorithm.params, graph.number_of_nodes()
+        if params.start >= K:
+            raise ConfigError(f"algorithm.start = {params.start} is not an agent (0..{K - 1})",
+                              "start the token at an agent of the graph")
+        name = f"the topology with {K} agents"
+        if params.schedule == "ring":
+            walks.hamiltonian_cycle(graph, name=name)
+        else:
+            walks.spanning_tree(graph, params.start, name=name)
+
+    @classmethod
     def check_setup(cls, cfg, graph, counts) -> None:
         """Refuse before launch (``mpi_privopt check``) what the set-up would refuse."""
         cls.plans_for(cfg.algorithm.params, graph, cfg.run.iterations, counts, cfg.run.seed)

@@ -148,3 +148,19 @@ def test_a_release_of_several_records_is_booked_per_owner_and_record():
     assert obs["rho"][2][0] is None                 # observer 2 saw nothing of agent 0
     assert obs["worst"]["observer"] == 1 and obs["worst"]["owner"] in (0, 2)
     assert report["links"]["rho"][2][1] == obs["rho"][1][2]  # the same figure, transposed
+
+
+@pytest.mark.parametrize("sets,message", [
+    (["topology.kind=star", "algorithm.schedule=ring"], "needs a Hamiltonian cycle"),
+    (["algorithm.schedule=walk", "run.iterations=1100"], "agent 0 needs"),
+    (["algorithm.start=9"], "algorithm.start = 9 is not an agent"),
+])
+def test_check_refuses_a_schedule_that_cannot_run_before_launch(sets, message):
+    import subprocess
+    import sys
+    args = [sys.executable, "-m", "mpi_privopt", "check", "token-admm-elastic-net",
+            "--ranks", "4"] + [w for s in sets for w in ("--set", s)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "how to fix" in proc.stderr
+    assert "Traceback" not in proc.stderr
