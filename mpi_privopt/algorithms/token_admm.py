@@ -42,7 +42,6 @@ from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
 from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
-from ..token_channel import TokenChannel
 from .. import walks
 from .base import Algorithm, register
 from .gradient_admm import ElasticNetPenalty, iteration
@@ -175,6 +174,9 @@ class TokenADMM(Algorithm):
         self.penalty = ElasticNetPenalty(records.c1, records.c2)
         self.plans = self.plans_for(params, agent.graph, agent.iterations, records.counts,
                                     agent.seed)
+        # imported here: the token channel brings MPI, which the checks made before MPI
+        # starts (prelaunch: config and graph) must not load
+        from ..token_channel import TokenChannel
         self.channels = [
             TokenChannel(agent.net, plan.holders, 2 * n, phase="token", chain=c,
                          tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))
