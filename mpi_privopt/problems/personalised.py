@@ -302,26 +302,38 @@ def _split(data: ImageData, labels: np.ndarray, n_agents: int, split: str, seed:
     return split_by_class(labels, n_agents, split, rng, data.classes)
 
 
-def _agent_rows(data: ImageData, rank: int, n_agents: int, split: str,
-                seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Agent ``rank``'s (training, test) rows; refuses a split that leaves an agent empty."""
-    mine = []
-    for which, labels, role in ((_TRAIN, data.train_labels, "training"),
-                                (_TEST, data.test_labels, "test")):
+def _sets(data: ImageData):
+    return ((_TRAIN, data.train_labels, "training"), (_TEST, data.test_labels, "test"))
+
+
+def _first_empty(data: ImageData, n_agents: int, split: str, seed: int):
+    """(role, agents without samples) for the first of the training/test sets that leaves
+    an agent empty, or None."""
+    for which, labels, role in _sets(data):
         parts = _split(data, labels, n_agents, split, seed, which)
         empty = [a for a, p in enumerate(parts) if p.size == 0]
         if empty:
-            fits = next((m for m in range(n_agents - 1, 0, -1)
-                         if all(p.size for p in _split(data, labels, m, split, seed, which))),
-                        1)
-            more = " ..." if len(empty) > 10 else ""
-            raise ConfigError(
-                f"split {split!r} of dataset {data.name!r} ({labels.size} {role} samples) "
-                f"over {n_agents} agents leaves agent(s) {empty[:10]}{more} without "
-                f"{role} samples",
-                f"use at most {fits} agents with this dataset, or a larger dataset")
-        mine.append(parts[rank])
-    return mine[0], mine[1]
+            return role, empty
+    return None
+
+
+def _agent_rows(data: ImageData, rank: int, n_agents: int, split: str,
+                seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Agent ``rank``'s (training, test) rows; refuses a split that leaves an agent empty."""
+    found = _first_empty(data, n_agents, split, seed)
+    if found is not None:
+        role, empty = found
+        fits = next((m for m in range(n_agents - 1, 0, -1)
+                     if _first_empty(data, m, split, seed) is None), 1)
+        more = " ..." if len(empty) > 10 else ""
+        size = data.train_labels.size if role == "training" else data.test_labels.size
+        raise ConfigError(
+            f"split {split!r} of dataset {data.name!r} ({size} {role} samples) over "
+            f"{n_agents} agents leaves agent(s) {empty[:10]}{more} without {role} samples",
+            f"use at most {fits} agents with this dataset and split, or a larger dataset")
+    train, test = (_split(data, labels, n_agents, split, seed, which)[rank]
+                   for which, labels, _ in _sets(data))
+    return train, test
 
 
 def build_personalised(options: Mapping[str, object], rank: int, n_agents: int,
