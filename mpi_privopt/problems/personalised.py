@@ -269,8 +269,12 @@ def _choice(options: Mapping[str, object], key: str, allowed) -> str:
 def personalised_options(options: Mapping[str, object]) -> dict[str, object]:
     """The task's options with defaults filled in, checked (ConfigError names the key).
 
-    Keys other than those of :data:`PERSONALISED_DEFAULTS` are left to the caller.
+    An unknown key is refused (a misspelt option would otherwise be silently ignored).
     """
+    unknown = sorted(set(options) - set(PERSONALISED_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"unknown option(s) {unknown} of the personalised-learning task",
+                          f"use only {list(PERSONALISED_DEFAULTS)}")
     lam = options.get("lambda_pen", PERSONALISED_DEFAULTS["lambda_pen"])
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) \
             or lam < 0:

@@ -130,7 +130,7 @@ def test_a_split_leaving_an_agent_empty_is_refused_naming_it():
     ({"dataset": "imagenet"}, "dataset"), ({"lambda_pen": -1.0}, "lambda_pen"),
     ({"lambda_pen": float("nan")}, "lambda_pen"), ({"batch": 0}, "batch"),
     ({"batch": 1.5}, "batch"), ({"split": "iid"}, "split"), ({"model": "mlp"}, "model"),
-    ({"data_dir": 3}, "data_dir")])
+    ({"data_dir": 3}, "data_dir"), ({"lamda_pen": 0.5}, "lamda_pen")])
 def test_bad_options_are_refused_naming_the_key(options, key):
     with pytest.raises(ConfigError, match=key):
         build_personalised(options, 0, 5, seed=0)
