@@ -34,7 +34,9 @@ local partitions (uniform weights, not the history), with G computed exactly:
                          set split among the agents by the same rule as the training set)
 
 The aggregate share is this agent's exact mean training loss G_i(x_i), a scalar, so the
-``local`` mode has the objective too. ``w`` in the evaluator is the agent's own block x_i.
+``local`` mode has the objective too. The model ``w`` handed to the evaluator is the
+agent's stacked estimate **x**_i (what ``ldp-aggregative`` hands the monitor; x_i = R_i
+**x**_i, notes 7 item 18) or its block x_i alone.
 
 Randomness: the split of the data among agents uses ``SeedSequence(seed, spawn_key=
 (SPLIT_TAG, 0))`` (training set) and ``(SPLIT_TAG, 1)`` (test set), the same on every agent;
@@ -133,15 +135,20 @@ class PersonalisedLearning:
         B, the samples drawn per :meth:`observe` (per iteration).
     sampling : numpy.random.Generator
         The agent's sampling stream.
-    init_seed : numpy.random.SeedSequence
-        Seeds :meth:`initial_block` (the same block on every call).
+    seed : int
+        The run's seed (the initial blocks' streams, :meth:`initial_blocks`).
+    agent : int
+        This agent's index i.
+    n_agents : int
+        m (for the layout of a stacked estimate handed to the evaluator).
     """
 
     aggregate_size = 1
 
     def __init__(self, model: Classifier, data: ImageData, train_rows: np.ndarray,
                  test_rows: np.ndarray, *, lambda_pen: float, batch: int,
-                 sampling: np.random.Generator, init_seed: np.random.SeedSequence) -> None:
+                 sampling: np.random.Generator, seed: int, agent: int,
+                 n_agents: int) -> None:
         self.model = model
         self.data = data
         self.lambda_pen = float(lambda_pen)
@@ -152,7 +159,7 @@ class PersonalisedLearning:
         self.test_images = data.as_float(data.test_images[test_rows])
         self.test_labels = data.test_labels[test_rows]
         self.history = SampleHistory((self.images, self.labels), sampling)
-        self._init_seed = init_seed
+        self.seed, self.agent, self.n_agents = int(seed), int(agent), int(n_agents)
         self._history_losses = _LossCache()
         self._local_losses = _LossCache()
 
@@ -202,9 +209,18 @@ class PersonalisedLearning:
         coef = x_coefficients(self._losses(x_i), weights, self.lambda_pen, _scalar(y, "y"))
         return self._backward(x_i, coef + weights * _scalar(z, "z"))
 
+    def _initial(self, agent: int) -> np.ndarray:
+        stream = np.random.SeedSequence(self.seed, spawn_key=(INIT_TAG, int(agent)))
+        return self.model.initial(np.random.default_rng(stream))
+
     def initial_block(self) -> np.ndarray:
         """x_i^0: the model's default initialisation drawn from the agent's init stream."""
-        return self.model.initial(np.random.default_rng(self._init_seed))
+        return self._initial(self.agent)
+
+    def initial_blocks(self, n_agents: int) -> list[np.ndarray]:
+        """Every agent's x_j^0 (public: the same model for all, streams keyed by (seed, j)),
+        so every stacked estimate can start at the same **x**^0 (notes 7 item 10)."""
+        return [self._initial(j) for j in range(int(n_agents))]
 
     # --- metrics on the full partitions -----------------------------------------------------
     def local_losses(self, x_i: np.ndarray) -> np.ndarray:
@@ -235,8 +251,23 @@ class PersonalisedLearning:
         """Accuracy of x_i on the agent's test partition."""
         return float(np.mean(self.model.predict(x_i, self.test_images) == self.test_labels))
 
+    def own_block(self, w: np.ndarray) -> np.ndarray:
+        """x_i from what a method hands the monitor: the stacked estimate **x**_i (length
+        m n_i; x_i = R_i **x**_i, notes 7 item 18) or the block x_i itself (length n_i)."""
+        w = np.asarray(w, dtype=np.float64)
+        if w.size == self.block_size:
+            return w
+        if w.size == self.n_agents * self.block_size:
+            return w[self.agent * self.block_size:(self.agent + 1) * self.block_size]
+        raise ValueError(f"agent {self.agent}: a model of {w.size} numbers is neither its "
+                         f"block ({self.block_size}) nor a stacked estimate "
+                         f"({self.n_agents} x {self.block_size})")
+
     def evaluator(self, mode: str) -> Evaluator | None:
-        """The metrics of ``mode`` (``reference``, ``local``; ``none`` has none)."""
+        """The metrics of ``mode`` (``reference``, ``local``; ``none`` has none).
+
+        The model ``w`` handed to the evaluator is the agent's stacked estimate or its own
+        block (:meth:`own_block`); the metrics are those of x_i."""
         if mode == NONE:
             return None
         if mode not in (REFERENCE, LOCAL):
@@ -245,7 +276,8 @@ class PersonalisedLearning:
         names = ["objective", "cross_entropy"] + (["union_cross_entropy"] if with_union
                                                   else []) + ["test_accuracy"]
 
-        def terms(x_i: np.ndarray, aggregate: np.ndarray | None) -> list[float]:
+        def terms(w: np.ndarray, aggregate: np.ndarray | None) -> list[float]:
+            x_i = self.own_block(w)
             values = [self.local_objective(x_i, _scalar(aggregate, "the aggregate")),
                       self.local_mean_loss(x_i)]
             if with_union:
@@ -253,7 +285,7 @@ class PersonalisedLearning:
             return values + [self.test_accuracy(x_i)]
 
         return AgentMetrics([Metric(name, "mean") for name in names], terms,
-                            aggregate=lambda x_i: np.array([self.local_mean_loss(x_i)]),
+                            aggregate=lambda w: [self.local_mean_loss(self.own_block(w))],
                             aggregate_size=1)
 
 
@@ -358,5 +390,4 @@ def build_personalised(options: Mapping[str, object], rank: int, n_agents: int,
     model = make_model(opts["model"], data.image_shape, data.classes)
     return PersonalisedLearning(
         model, data, train, test, lambda_pen=opts["lambda_pen"], batch=opts["batch"],
-        sampling=sampling_rng(seed, rank),
-        init_seed=np.random.SeedSequence(seed, spawn_key=(INIT_TAG, rank)))
+        sampling=sampling_rng(seed, rank), seed=seed, agent=rank, n_agents=n_agents)

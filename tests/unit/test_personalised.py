@@ -202,6 +202,14 @@ def test_initial_block_is_seeded_per_agent():
     assert np.all(np.abs(a.initial_block()) <= bound)
 
 
+def test_initial_blocks_are_every_agents_initial_block():
+    tasks = [_task(rank=r, n_agents=4, seed=6) for r in range(4)]
+    blocks = tasks[2].initial_blocks(4)
+    assert len(blocks) == 4
+    for t, b in zip(tasks, blocks):
+        assert np.array_equal(b, t.initial_block())
+
+
 # --- the evaluator ----------------------------------------------------------------------------
 
 def _monitor(tasks, xs, mode):
@@ -243,6 +251,17 @@ def test_local_mode_has_the_objective_but_not_the_union():
     assert tasks[0].evaluator(LOCAL).aggregate_size == 1
     assert np.isclose(values["objective"], _monitor(tasks, xs, REFERENCE)[1]["objective"])
     assert tasks[0].evaluator(NONE) is None
+
+
+def test_evaluator_takes_the_stacked_estimate_or_the_block():
+    tasks = [_task(rank=r, n_agents=3) for r in range(3)]
+    xs = [_point(t, seed=30 + k) for k, t in enumerate(tasks)]
+    stacked = np.concatenate(xs)       # every agent's estimate = the true blocks
+    by_block = _monitor(tasks, xs, REFERENCE)[1]
+    by_stack = _monitor(tasks, [stacked] * 3, REFERENCE)[1]
+    assert by_block == by_stack
+    with pytest.raises(ValueError, match="stacked estimate"):
+        tasks[0].evaluator(LOCAL).aggregate_share(stacked[:-1])
 
 
 # --- the task learns --------------------------------------------------------------------------
