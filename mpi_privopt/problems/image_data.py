@@ -110,7 +110,7 @@ def _with_split(name: str, images: np.ndarray, labels: np.ndarray, scale: float)
 
 
 def digits() -> ImageData:
-    """scikit-learn's 8x8 digits as an MNIST stand-in (1437 train, 360 test images)."""
+    """scikit-learn's 8x8 digits as an MNIST stand-in (1438 train, 359 test images)."""
     images, labels = _grey_digits()
     return _with_split("digits", images, labels, 1.0 / 16.0)
 

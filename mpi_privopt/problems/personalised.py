@@ -353,20 +353,33 @@ def _first_empty(data: ImageData, n_agents: int, split: str, seed: int):
     return None
 
 
+def _agents_that_fit(data: ImageData, n_agents: int, split: str, seed: int) -> int:
+    """A number of agents below ``n_agents`` that leaves none empty (bisection: the largest
+    when emptiness grows with the count, as it does in practice; one agent always fits)."""
+    lo, hi = 1, n_agents - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _first_empty(data, mid, split, seed) is None:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _agent_rows(data: ImageData, rank: int, n_agents: int, split: str,
                 seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Agent ``rank``'s (training, test) rows; refuses a split that leaves an agent empty."""
     found = _first_empty(data, n_agents, split, seed)
     if found is not None:
         role, empty = found
-        fits = next((m for m in range(n_agents - 1, 0, -1)
-                     if _first_empty(data, m, split, seed) is None), 1)
+        fits = _agents_that_fit(data, n_agents, split, seed)
         more = " ..." if len(empty) > 10 else ""
         size = data.train_labels.size if role == "training" else data.test_labels.size
         raise ConfigError(
             f"split {split!r} of dataset {data.name!r} ({size} {role} samples) over "
             f"{n_agents} agents leaves agent(s) {empty[:10]}{more} without {role} samples",
-            f"use at most {fits} agents with this dataset and split, or a larger dataset")
+            f"use fewer agents (with {fits} agents every agent has samples), or a larger "
+            f"dataset")
     train, test = (_split(data, labels, n_agents, split, seed, which)[rank]
                    for which, labels, _ in _sets(data))
     return train, test

@@ -118,10 +118,11 @@ def test_a_split_leaving_an_agent_empty_is_refused_naming_it():
     msg = str(err.value)
     assert "over 400 agents leaves agent(s) [" in msg
     assert "without test samples" in msg or "without training samples" in msg
-    assert "use at most" in err.value.fix
-    fits = int(err.value.fix.split("use at most ")[1].split()[0])
-    assert 1 <= fits < 400
-    build_personalised({}, 0, fits, seed=0)     # the suggestion works
+    fits = int(err.value.fix.split("with ")[1].split()[0])
+    assert 1 < fits < 400
+    build_personalised({}, fits - 1, fits, seed=0)     # the suggestion works
+    with pytest.raises(ConfigError):                   # and is the largest that does
+        build_personalised({}, 0, fits + 1, seed=0)
 
 
 # --- options ------------------------------------------------------------------------------
