@@ -71,6 +71,9 @@ _TRAIN, _TEST = 0, 1
 # rows per forward pass when evaluating on the union of the training data
 _CHUNK = 4096
 
+# how messages name the options (the configuration's table for them)
+_KEY = "[problem.options] "
+
 #: the task's options and their defaults
 PERSONALISED_DEFAULTS: dict[str, object] = {
     "dataset": "digits", "lambda_pen": 0.5, "batch": 1, "split": "heterogeneous",
@@ -294,7 +297,8 @@ class PersonalisedLearning:
 def _choice(options: Mapping[str, object], key: str, allowed) -> str:
     value = options.get(key, PERSONALISED_DEFAULTS[key])
     if value not in allowed:
-        raise ConfigError(f"{key} = {value!r} is not known", f"use one of {list(allowed)}")
+        raise ConfigError(f"{_KEY}{key} = {value!r} is not known",
+                          f"use one of {list(allowed)}")
     return str(value)
 
 
@@ -305,21 +309,22 @@ def personalised_options(options: Mapping[str, object]) -> dict[str, object]:
     """
     unknown = sorted(set(options) - set(PERSONALISED_DEFAULTS))
     if unknown:
-        raise ConfigError(f"unknown option(s) {unknown} of the personalised-learning task",
+        raise ConfigError(f"unknown {_KEY.strip()} key(s) {unknown} of the personalised-"
+                          f"learning task",
                           f"use only {list(PERSONALISED_DEFAULTS)}")
     lam = options.get("lambda_pen", PERSONALISED_DEFAULTS["lambda_pen"])
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) \
             or lam < 0:
-        raise ConfigError(f"lambda_pen = {lam!r} must be a finite number >= 0",
+        raise ConfigError(f"{_KEY}lambda_pen = {lam!r} must be a finite number >= 0",
                           "e.g. lambda_pen = 0.5 (the paper's MNIST value; 0 = purely local "
                           "training)")
     batch = options.get("batch", PERSONALISED_DEFAULTS["batch"])
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigError(f"batch = {batch!r} must be an integer >= 1 (samples drawn per "
+        raise ConfigError(f"{_KEY}batch = {batch!r} must be an integer >= 1 (samples drawn per "
                           f"iteration)", "e.g. batch = 1 (the paper's one sample per iteration)")
     data_dir = options.get("data_dir", PERSONALISED_DEFAULTS["data_dir"])
     if not isinstance(data_dir, str):
-        raise ConfigError(f"data_dir = {data_dir!r} must be a path (a string)",
+        raise ConfigError(f"{_KEY}data_dir = {data_dir!r} must be a path (a string)",
                           "e.g. data_dir = \"/data/mnist\"")
     return {"dataset": _choice(options, "dataset", DATASETS), "lambda_pen": float(lam),
             "batch": int(batch), "split": _choice(options, "split", SPLITS),
