@@ -127,9 +127,9 @@ def load_image_data(name: str, data_dir: str | None) -> ImageData:
         loader, stand_in = _REAL[name]
         if not data_dir:
             raise ConfigError(f"dataset {name!r} is read from your files, but no data_dir "
-                              f"is given", f"set data_dir ([problem.options]) to the folder holding "
-                              f"them, or use "
-                              f"dataset = \"{stand_in}\" (the offline stand-in)")
+                              f"is given", f"set data_dir ([problem.options]) to the folder "
+                              f"holding them, or use dataset = \"{stand_in}\" (the offline "
+                              f"stand-in)")
         if not os.path.isdir(data_dir):
             raise DataError(f"data_dir {data_dir!r} (for dataset {name!r}) is not a folder",
                             "give the folder that holds the data set's files (paths are "
