@@ -2,7 +2,8 @@
 
 MNIST: the four IDX files of the original distribution, plain or gzipped, in ``data_dir``::
 
-    train-images-idx3-ubyte  train-labels-idx1-ubyte  t10k-images-idx3-ubyte  t10k-labels-idx1-ubyte
+    train-images-idx3-ubyte  train-labels-idx1-ubyte
+    t10k-images-idx3-ubyte   t10k-labels-idx1-ubyte
 
 CIFAR-10: the "python version" batches (``data_batch_1`` .. ``data_batch_5``, ``test_batch``),
 in ``data_dir`` or in ``data_dir/cifar-10-batches-py`` (the folder of the official archive).
