@@ -9,11 +9,14 @@ task runs offline; real MNIST / CIFAR-10 are read from a user's files (:mod:`ima
     scikit-learn's ``load_digits``: 1797 grey 8x8 images, pixel values 0..16 (scale 1/16).
 ``colour-digits`` (CIFAR-10 stand-in, notes 6.2 (a))
     The same digits in colour: each image gets a background colour ``b`` and a foreground
-    colour ``f`` (uniform in [0, 1]^3, redrawn until some channel differs by at least
-    :data:`MIN_CONTRAST`), the pixel is ``b + a (f - b) + N(0, NOISE^2)`` with ``a`` the
-    grey intensity in [0, 1], clipped to [0, 1] and stored as ``uint8`` (scale 1/255),
-    optionally upsampled (nearest neighbour) by an integer factor. Harder than the grey
-    digits: the class is in the shape only, never in the colour.
+    colour ``f`` (a pair uniform in [0, 1]^3, the brighter one, by mean over channels, the
+    foreground; redrawn until it is brighter by at least :data:`MIN_CONTRAST`), the pixel
+    is ``b + a (f - b) + N(0, NOISE^2)`` with ``a`` the grey intensity in [0, 1], clipped
+    to [0, 1] and stored as ``uint8`` (scale 1/255), optionally upsampled (nearest
+    neighbour) by an integer factor. The class is in the shape only, never in the colour;
+    random hues and the noise make it harder than the grey digits, and the fixed
+    brightness order keeps it learnable by a linear model (were the order random too, a
+    linear model would be at chance: the pixel sign of the shape would flip).
 
 The stand-ins are fixed data sets, like MNIST: their colours, noise and train/test split
 come from constant seeds (:data:`DATASET_SEED`), never from the run's seed, so every run
@@ -36,10 +39,11 @@ CLASSES = 10
 DATASET_SEED = 20250626
 #: share of every class held out as the stand-ins' test set
 TEST_FRACTION = 0.2
-#: colour digits: the least largest channel difference between foreground and background
-MIN_CONTRAST = 0.4
+#: colour digits: the least brightness (mean over channels) by which the foreground
+#: exceeds the background
+MIN_CONTRAST = 0.2
 #: colour digits: standard deviation of the pixel noise (on the [0, 1] scale)
-NOISE = 0.1
+NOISE = 0.15
 
 # stream keys under DATASET_SEED (one stream per job, so changing one leaves the others)
 _SPLIT_STREAM, _COLOUR_STREAM = 1, 2
@@ -116,13 +120,16 @@ def digits() -> ImageData:
 
 
 def _contrasting_colours(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    background = rng.uniform(size=(n, 3))
     foreground = rng.uniform(size=(n, 3))
-    while True:  # redraw the foregrounds too close to their background (a few rounds)
-        weak = np.abs(foreground - background).max(axis=1) < MIN_CONTRAST
+    background = rng.uniform(size=(n, 3))
+    while True:  # the brighter colour is the foreground; redraw pairs too close (few rounds)
+        darker = foreground.mean(axis=1) < background.mean(axis=1)
+        foreground[darker], background[darker] = background[darker], foreground[darker]
+        weak = foreground.mean(axis=1) - background.mean(axis=1) < MIN_CONTRAST
         if not weak.any():
             return foreground, background
         foreground[weak] = rng.uniform(size=(int(weak.sum()), 3))
+        background[weak] = rng.uniform(size=(int(weak.sum()), 3))
 
 
 def colour_digits(upsample: int = 1) -> ImageData:
