@@ -78,6 +78,19 @@ def test_every_row_goes_to_exactly_one_agent(split):
     assert all(p.size > 0 for p in parts)
 
 
+@pytest.mark.parametrize("m", [1, 2, 7, 10, 13])
+def test_other_agent_counts_split_every_row_once_and_favour_claimants(m):
+    labels = digits().train_labels
+    parts = split_by_class(labels, m, "heterogeneous", np.random.default_rng(m), 10)
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(labels.size))
+    claims = claimants("heterogeneous", m, 10)
+    for c, own in enumerate(claims):
+        assert own == [c * m // 10]
+        got = [int(np.sum(labels[p] == c)) for p in parts]
+        n_c = int(np.sum(labels == c))
+        assert got[own[0]] == (n_c if m == 1 else round(OWN_SHARE * n_c))
+
+
 def test_heterogeneous_class_shares_are_60_and_10_percent():
     labels = digits().train_labels
     parts = split_by_class(labels, 5, "heterogeneous", np.random.default_rng(0), 10)
