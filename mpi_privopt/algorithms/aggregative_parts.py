@@ -1,0 +1,118 @@
+"""What the aggregative methods share (Algorithm 1 and its baselines), as functions.
+
+* :class:`AggregativeLayout`: where each agent's block sits in the stacked n-vector, and the
+  packed message [y, z, **x**] of 2r + n floats;
+* :func:`initial_stack`: **x**_i^0 with every block j at the public seeded x_j^0
+  (notes 7 item 10);
+* :func:`mixing_matrix` and :func:`check_mixing`: A = I + W from the public graph (constant
+  weights w_ij = c, or Metropolis) and Assumption 3;
+* :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from ..errors import ConfigError
+from ..topology import laplacian, metropolis_weights
+
+
+@dataclass(frozen=True)
+class AggregativeLayout:
+    """The stacked estimate's layout and the packed message's.
+
+    Attributes
+    ----------
+    sizes : tuple of int
+        n_j of every agent (public).
+    r : int
+        The aggregate's length.
+    own : slice
+        This agent's block in the stacked vector (R_i).
+    """
+
+    sizes: tuple[int, ...]
+    r: int
+    own: slice
+
+    @classmethod
+    def of(cls, problem, n_agents: int, agent: int) -> "AggregativeLayout":
+        """From the problem: every block's size (``initial_blocks`` when it has them, else
+        every agent's n_j = this agent's n_i)."""
+        blocks = public_initial_blocks(problem, n_agents)
+        sizes = (tuple(b.size for b in blocks) if blocks is not None
+                 else (int(problem.block_size),) * n_agents)
+        if sizes[agent] != problem.block_size:
+            raise ConfigError(f"agent {agent}: block size {problem.block_size} differs from "
+                              f"the public layout's {sizes[agent]}",
+                              "the problem's initial_blocks must match its block_size")
+        start = sum(sizes[:agent])
+        return cls(sizes, int(problem.aggregate_size), slice(start, start + sizes[agent]))
+
+    @property
+    def n(self) -> int:
+        return sum(self.sizes)
+
+    def packed_views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        """Views of a packed message [y, z, **x**]: keys ``y``, ``z``, ``x``."""
+        r = self.r
+        return {"y": buffer[:r], "z": buffer[r:2 * r], "x": buffer[2 * r:]}
+
+
+def public_initial_blocks(problem, n_agents: int) -> list[np.ndarray] | None:
+    """Every agent's x_j^0 if the problem can say (``initial_blocks``), else None."""
+    blocks = getattr(problem, "initial_blocks", None)
+    return None if blocks is None else [np.asarray(b, dtype=float) for b in blocks(n_agents)]
+
+
+def initial_stack(problem, layout: AggregativeLayout) -> np.ndarray:
+    """**x**_i^0: every block j at x_j^0 (identical for all i) when the problem publishes
+    them; otherwise the own block at ``initial_block()`` and the others at 0."""
+    blocks = public_initial_blocks(problem, len(layout.sizes))
+    X = np.zeros(layout.n)
+    if blocks is not None:
+        X[:] = np.concatenate(blocks)
+    else:
+        X[layout.own] = problem.initial_block()
+    return X
+
+
+def mixing_matrix(graph: nx.Graph, constant_weight: float, variant: str) -> np.ndarray:
+    """A = I + W: w_ij = ``constant_weight`` on every link (the paper's 0.3 on the ring),
+    or Metropolis weights (``constant_weight`` 0)."""
+    if constant_weight > 0:
+        return np.eye(graph.number_of_nodes()) - constant_weight * laplacian(graph)
+    return metropolis_weights(graph, variant)
+
+
+def check_mixing(A: np.ndarray, tolerance: float = 1e-12) -> float:
+    """Assumption 3: A = I + W doubly stochastic and ||A - 11^T/m||_2 < 1.
+
+    Returns the norm; raises ConfigError naming the value found otherwise.
+    """
+    m = A.shape[0]
+    fix = ("use Metropolis weights (algorithm.constant_weight = 0) or a constant weight "
+           "below 1 / (largest degree)")
+    worst = float(A.min())
+    if worst < -tolerance:
+        i, j = np.unravel_index(int(np.argmin(A)), A.shape)
+        raise ConfigError(f"I + W is not doubly stochastic: entry ({i}, {j}) = {worst:.6g} < 0 "
+                          "(Assumption 3)", fix)
+    sums = np.concatenate([A.sum(axis=0), A.sum(axis=1)])
+    off = float(np.max(np.abs(sums - 1.0)))
+    if off > 1e-9:
+        raise ConfigError(f"I + W is not doubly stochastic: a row or column sums to 1 "
+                          f"{'+' if sums[np.argmax(np.abs(sums - 1))] > 1 else '-'} {off:.3g} "
+                          "(Assumption 3)", fix)
+    norm = float(np.linalg.norm(A - np.full((m, m), 1.0 / m), 2))
+    if not norm < 1.0:
+        raise ConfigError(f"||I + W - 11^T/m|| = {norm:.6g} >= 1 violates Assumption 3",
+                          fix + "; the graph must be connected")
+    return norm
+
+
+def step_sizes(lam0: dict[str, float], v: dict[str, float], t: int) -> dict[str, float]:
+    """lam_v^t = lam_v^0 / (t+1)^v_v for v in x, y, z."""
+    return {b: lam0[b] * (t + 1.0) ** (-v[b]) for b in lam0}
