@@ -315,10 +315,10 @@ class LDPAggregative(Algorithm):
         T = self.agent.iterations
         K = self.agent.n_agents
         if self.clear:
-            return {"privacy": "noise off (sigma = 0): messages in the clear, loss unbounded"}
+            return {"guarantee": "noise off (sigma = 0): messages in the clear, loss unbounded"}
         per_agent = [self.schedules.block_budgets(k) for k in range(K)]
         return {
-            "privacy": "pure epsilon local DP (delta = 0), releases t = 0..T, "
+            "guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, "
                        "the t = 0 release with sensitivity 0",
             "accounting": accounting_label(self.schedules.constants.ravel().tolist()),
             "epsilon_eq21_T": [sum(b.partial_sum(T) for b in bs.values()) for bs in per_agent],

@@ -15,6 +15,7 @@ EXPERIMENTS = (
     "gade2017-logistic-dgd", "gade2017-logistic-fs", "gade2017-logistic-rss-lb",
     "gade2017-logistic-rss-nb",
     "gauthier2024-elastic-net", "gauthier2024-lad", "gauthier2024-ridge",
+    "ldp-aggregative-quadratic",
 )
 
 #: registered algorithms no packaged experiment runs, and variants worth pinning
