@@ -168,7 +168,7 @@ def resolve_schedules(params: LDPAggregativeParams, n_agents: int) -> Schedules:
 def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
                       projected: bool) -> list[str]:
     """Theorem 1's conditions for ``case`` that fail, with the worst-case vs = min_i vs_i
-    (notes 4.1 and 7 item 4); each entry names the inequality and its values."""
+    (notes 4.1 and 7 item 4); each entry names the inequality (and its bound's value)."""
     vs_min = {b: float(np.min(vs[:, i])) for i, b in enumerate(BLOCKS)}
     vx, vy, vz = v["x"], v["y"], v["z"]
     sx, sy, sz = vs_min["x"], vs_min["y"], vs_min["z"]
@@ -186,9 +186,7 @@ def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
             (f"vs_z > v_z - 1/2 + (1 - v_x) = {vz - 0.5 + 1 - vx:g}", sz > vz - 0.5 + 1 - vx)]
         if case == "nonconvex":
             conditions.append(("Omega = R^n (no projection: algorithm.box = inf)", not projected))
-    values = (f"(v_x, v_y, v_z) = ({vx:g}, {vy:g}, {vz:g}), min_i vs = "
-              f"({sx:g}, {sy:g}, {sz:g})")
-    return [f"{text} fails with {values}" for text, holds in conditions if not holds]
+    return [text for text, holds in conditions if not holds]
 
 
 def _check_params(name: str, params: LDPAggregativeParams) -> None:
@@ -244,9 +242,12 @@ class LDPAggregative(Algorithm):
             failures = theorem1_failures(params.theory_case, self.schedules.v,
                                          self.schedules.vs, math.isfinite(params.box))
             if failures:
-                warnings.warn(f"ldp-aggregative: Theorem 1 ({params.theory_case} case) "
-                              f"conditions fail, so its rate is not guaranteed: "
-                              f"{'; '.join(failures)}", stacklevel=2)
+                v, vs = self.schedules.v, self.schedules.vs.min(axis=0)
+                warnings.warn(
+                    f"ldp-aggregative: Theorem 1 ({params.theory_case} case) does not "
+                    f"guarantee convergence: {'; '.join(failures)} (with v = ({v['x']:g}, "
+                    f"{v['y']:g}, {v['z']:g}) and min_i vs = ({vs[2]:g}, {vs[0]:g}, "
+                    f"{vs[1]:g}) for x, y, z); the run goes on", stacklevel=2)
         self.layout = AggregativeLayout.of(problem, K, me)
         r, n = self.layout.r, self.layout.n
         self.channel = agent.net.broadcast_channel("yzx", 2 * r + n, buffers=2)

@@ -23,7 +23,13 @@ Members with a default (not required of an implementation; callers use
     (``run.evaluate = "reference"``); None: the problem has no closed-form reference.
 ``use_reference(shares)``
     Every agent's share, in agent order; the problem computes its reference (e.g. the
-    closed-form x*) for its evaluator.
+    closed-form x*) for its evaluator, and may keep it as ``reference`` (a
+    :class:`~mpi_privopt.problems.reference.ReferenceSolution`, stored in models.npz).
+``initial_blocks(n_agents)``
+    Every agent's x_j^0, when they are public (data-independent, seeded by ``(seed, j)``):
+    the methods then start every agent's stacked estimate at the same point (notes 7 item
+    10); without it, the own block starts at ``initial_block()`` and the others at 0
+    (:func:`~mpi_privopt.algorithms.aggregative_parts.initial_stack`).
 
 No MPI here: the set-up gathers the shares (:mod:`mpi_privopt.problem_setup`).
 """

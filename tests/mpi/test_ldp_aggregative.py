@@ -227,7 +227,7 @@ def test_theorem1_conditions_warn_once_and_the_run_goes_on(comm, shared_dir):
         result = run(cfg, out=f"{shared_dir}/warn", comm=comm, stream=None)
     mine = [str(w.message) for w in caught if "Theorem 1" in str(w.message)]
     if comm.rank == 0:
-        assert len(mine) == 1 and "vs_x > 1/2 fails" in mine[0] and "nonconvex" in mine[0]
+        assert len(mine) == 1 and "vs_x > 1/2;" in mine[0] and "nonconvex" in mine[0]
         assert "Omega = R^n" in mine[0]
         assert result.summary.iterations == 3
     else:
