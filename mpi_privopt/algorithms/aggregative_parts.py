@@ -6,7 +6,9 @@
   (notes 7 item 10);
 * :func:`mixing_matrix` and :func:`check_mixing`: A = I + W from the public graph (constant
   weights w_ij = c, or Metropolis) and Assumption 3;
-* :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v.
+* :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v;
+* :func:`packed_release`: the noisy packed message of one time, one Laplace event per block
+  booked as one (or the clear message of a run without noise).
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ConfigError
+from ..privacy.ldp_budget import PackedLaplaceEvent
+from ..privacy.release import Release
 from ..topology import laplacian, metropolis_weights
 
 
@@ -116,3 +120,24 @@ def check_mixing(A: np.ndarray, tolerance: float = 1e-12) -> float:
 def step_sizes(lam0: dict[str, float], v: dict[str, float], t: int) -> dict[str, float]:
     """lam_v^t = lam_v^0 / (t+1)^v_v for v in x, y, z."""
     return {b: lam0[b] * (t + 1.0) ** (-v[b]) for b in lam0}
+
+
+def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np.ndarray],
+                   budgets: dict, t: int, out: np.ndarray, clear: list[str],
+                   method: str) -> Release:
+    """The message of time ``t``: ``values[v]`` + Laplace noise written into ``views[v]``
+    (views of ``out``, a channel's send buffer), for every block v of ``views``.
+
+    ``budgets[v]`` gives the block's ``sensitivity(t)`` and Laplace ``scale(t)``; the
+    blocks' Laplace events travel as one :class:`PackedLaplaceEvent`. With blocks in
+    ``clear`` (sigma = 0) the values are sent without noise and the release is non-private.
+    """
+    if clear:
+        for block, view in views.items():
+            view[...] = values[block]
+        return Release.nonprivate(out, f"{method} without noise on {', '.join(clear)} "
+                                       "(sigma = 0: sent in the clear)")
+    parts = tuple(mechanism.release(values[block], budgets[block].sensitivity(t),
+                                    budgets[block].scale(t), out=view).event
+                  for block, view in views.items())
+    return Release(out, PackedLaplaceEvent(parts, owner=mechanism.owner, unit=mechanism.unit))

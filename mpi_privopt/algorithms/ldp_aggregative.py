@@ -45,14 +45,12 @@ import warnings
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.events import LaplaceEvent
-from ..privacy.ldp_budget import (BLOCKS, BlockBudget, PackedLaplaceEvent, accounting_label,
-                                  check_assumption4, sensitivity_exponents)
+from ..privacy.ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
+                                  sensitivity_exponents)
 from ..privacy.mechanisms import LaplaceMechanism
-from ..privacy.release import Release
 from ..problems.aggregative import is_aggregative
 from .aggregative_parts import (AggregativeLayout, check_mixing, initial_stack, mixing_matrix,
-                                step_sizes)
+                                packed_release, step_sizes)
 from .base import Algorithm, register
 
 #: named settings of the schedules (notes 5.3, 4.2 and 7 item 4)
@@ -265,23 +263,10 @@ class LDPAggregative(Algorithm):
     def _send(self, t: int) -> None:
         """Line 10: the noisy message of time t, one packed buffer to every neighbour."""
         out = self.channel.outgoing
-        views = self.layout.packed_views(out)
         values = {"y": self.y, "z": self.z, "x": self.X}
-        if self.clear:
-            for block in BLOCKS:
-                views[block][...] = values[block]
-            note = (f"ldp-aggregative without noise on {', '.join(self.clear)} "
-                    "(sigma = 0: sent in the clear)")
-            self.channel.exchange(Release.nonprivate(out, note))
-            return
-        parts = []
-        for block in BLOCKS:
-            budget = self.budgets[block]
-            release = self.mechanism.release(values[block], budget.sensitivity(t),
-                                             budget.scale(t), out=views[block])
-            parts.append(release.event)
-        event = PackedLaplaceEvent(tuple(parts), owner=self.agent.id, unit="record")
-        self.channel.exchange(Release(out, event))
+        self.channel.exchange(packed_release(self.mechanism, self.layout.packed_views(out),
+                                             values, self.budgets, t, out, self.clear,
+                                             self.name))
 
     def step(self, n: int) -> None:
         t = n - 1

@@ -91,16 +91,20 @@ class BlockBudget:
         sig_v, the noise's standard deviation at t = 0 (> 0).
     decay : float
         vs_v, the noise's decay exponent.
+    first : int
+        The first release whose sensitivity is not 0 (Algorithm 1: 1, its t = 0 message
+        depends on no sample; the tracking baselines: 0, y_i^0 = g_i^0(x_i^0)).
     """
 
     constant: float
     exponent: float
     sigma: float
     decay: float
+    first: int = 1
 
     def sensitivity(self, t: int) -> float:
-        """Delta_v^t (0 at t = 0)."""
-        return 0.0 if t == 0 else self.constant * (t + 1.0) ** (-self.exponent)
+        """Delta_v^t (0 before ``first``)."""
+        return 0.0 if t < self.first else self.constant * (t + 1.0) ** (-self.exponent)
 
     def scale(self, t: int) -> float:
         """The Laplace scale b_v^t = sig_v (t+1)^-vs_v / sqrt(2)."""
@@ -117,23 +121,25 @@ class BlockBudget:
         return math.sqrt(2.0) * self.constant / self.sigma
 
     def partial_sum(self, T: int) -> float:
-        """sum_{t=1}^T sqrt(2) C_v / (sig_v (t+1)^{p_v}), the block's eq. (21) term."""
-        if T < 1:
+        """sum_{t=first}^T sqrt(2) C_v / (sig_v (t+1)^{p_v}), the block's eq. (21) term."""
+        if T < self.first:
             return 0.0
-        t = np.arange(2.0, T + 2.0)
+        t = np.arange(self.first + 1.0, T + 2.0)
         return self.factor * math.fsum((t ** (-self.power)).tolist())
 
     def limit(self) -> float:
-        """The exact series as T -> inf: sqrt(2) C_v / sig_v (zeta(p_v, 2)); inf if p_v <= 1."""
+        """The exact series as T -> inf: sqrt(2) C_v / sig_v zeta(p_v, first + 1) (Hurwitz);
+        inf if p_v <= 1."""
         if self.power <= 1.0:
             return math.inf
-        return self.factor * float(special.zeta(self.power, 2.0))
+        return self.factor * float(special.zeta(self.power, self.first + 1.0))
 
     def bound_155(self) -> float:
-        """The paper's closed-form bound (155): sqrt(2) C_v / (sig_v (p_v - 1))."""
+        """The paper's closed-form bound (155): sqrt(2) C_v / (sig_v (p_v - 1)), from
+        sum_{t>=1} (t+1)^-p <= 1/(p-1) (plus the t = 0 term 1 when ``first`` is 0)."""
         if self.power <= 1.0:
             return math.inf
-        return self.factor / (self.power - 1.0)
+        return self.factor * (1.0 / (self.power - 1.0) + (1.0 if self.first == 0 else 0.0))
 
 
 @dataclass(frozen=True)

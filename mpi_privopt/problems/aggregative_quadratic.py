@@ -222,6 +222,8 @@ class QuadraticToOptimum:
     """Metrics of the quadratic instance against x* (``reference`` mode).
 
     The model w an agent hands in is its stacked estimate **x**_i (length n); x_i = R_i **x**_i.
+    A method that keeps only its own block (the tracking baselines [6], [36]) hands in x_i
+    (length n_i): its "stacked" distance is then its block distance and its consensus gap 0.
 
     Columns
     -------
@@ -247,18 +249,24 @@ class QuadraticToOptimum:
         k, size = objective.agent, objective.block_size
         self.own = slice(k * size, (k + 1) * size)
 
+    def _block(self, w: np.ndarray) -> np.ndarray:
+        return w if w.size != self.n else w[self.own]
+
     def aggregate_share(self, w: np.ndarray) -> np.ndarray:
-        # the average stacked estimate, and g(x) = (1/m) sum_i A_i x_i
-        return np.concatenate([w, self.objective.A @ w[self.own]])
+        # the average stacked estimate (0 without one), and g(x) = (1/m) sum_i A_i x_i
+        stacked = w if w.size == self.n else np.zeros(self.n)
+        return np.concatenate([stacked, self.objective.A @ self._block(w)])
 
     def terms(self, w: np.ndarray, aggregate: np.ndarray | None) -> np.ndarray:
         # one scalar per column (the monitor gathers as many); combine scales them
         x_bar, g = aggregate[:self.n], aggregate[self.n:]
-        own = self.own
+        x_i = self._block(w)
+        block = float(np.sum((x_i - self.x_star[self.own]) ** 2))
+        cost = self.objective.expected_cost(x_i, g)
+        if w.size != self.n:
+            return np.array([block, block, block, cost, cost, 0.0])
         distance = float(np.sum((w - self.x_star) ** 2))
-        cost = self.objective.expected_cost(w[own], g)
-        return np.array([distance, distance, float(np.sum((w[own] - self.x_star[own]) ** 2)),
-                         cost, cost, float(np.sum((w - x_bar) ** 2))])
+        return np.array([distance, distance, block, cost, cost, float(np.sum((w - x_bar) ** 2))])
 
     def combine(self, terms: np.ndarray) -> dict[str, float]:
         total = REDUCTIONS["sum"]
