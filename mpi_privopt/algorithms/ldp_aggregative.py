@@ -163,6 +163,18 @@ def resolve_schedules(params: LDPAggregativeParams, n_agents: int) -> Schedules:
     return Schedules(lam0, v, sigma, vs, constants)
 
 
+def tracker_noise(params, n_agents: int) -> dict[str, tuple[np.ndarray, ...]]:
+    """Algorithm 1's y and z noise for a baseline that shares only its trackers (notes 7
+    item 11): block -> (sigma, vs, sensitivity constant), one value per agent, from the
+    baseline's ``preset``, ``delta``, ``sigma_*``, ``vs_*`` and ``sensitivity_*`` keys."""
+    keys = {key: getattr(params, key) for key in
+            ("preset", "delta", "sigma_y", "sigma_z", "vs_y", "vs_z",
+             "sensitivity_y", "sensitivity_z")}
+    schedules = resolve_schedules(LDPAggregativeParams(**keys), n_agents)
+    return {block: (schedules.sigma[:, b], schedules.vs[:, b], schedules.constants[:, b])
+            for b, block in enumerate(BLOCKS) if block in ("y", "z")}
+
+
 def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
                       projected: bool) -> list[str]:
     """Theorem 1's conditions for ``case`` that fail, with the worst-case vs = min_i vs_i

@@ -34,6 +34,9 @@ VARIANTS = {
                                       "algorithm.eta=0.1"]),
     "dgd-fused-box": ("dgd-ridge", ["algorithm.gradient_at=fused", "algorithm.box=1",
                                     "algorithm.init=uniform"]),
+    "aggregative-gt": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-gt",
+                                                     "algorithm.constant_weight=0.3",
+                                                     "algorithm.alpha0=0.5"]),
 }
 
 
