@@ -39,11 +39,10 @@ from .ldp_aggregative import PRESETS, _needs_aggregative_problem, tracker_noise
 
 
 @dataclasses.dataclass
-class GTParams:
-    """The ``[algorithm]`` keys of ``aggregative-gt`` (docs/algorithms/aggregative-gt.md)."""
+class TrackerKeys:
+    """The ``[algorithm]`` keys the tracking baselines share: their trackers' noise (as
+    ldp-aggregative's y and z keys), Omega, the weights and the samples per iteration."""
 
-    alpha0: float = 1.0
-    v_alpha: float = 0.5
     preset: str = ""
     delta: float = 0.01
     sigma_y: float | list | None = None
@@ -55,6 +54,14 @@ class GTParams:
     box: float = 1e6
     constant_weight: float = 0.0
     samples: int = 1
+
+
+@dataclasses.dataclass
+class GTParams(TrackerKeys):
+    """The ``[algorithm]`` keys of ``aggregative-gt`` (docs/algorithms/aggregative-gt.md)."""
+
+    alpha0: float = 1.0
+    v_alpha: float = 0.5
 
 
 def tracking_budgets(params, agent: int, n_agents: int) -> tuple[dict[str, BlockBudget], list[str]]:
@@ -86,6 +93,72 @@ def tracking_report(params, n_agents: int, T: int) -> dict:
             "epsilon_limit": "inf (the sensitivity does not decay)"}
 
 
+class TrackerPair:
+    """The two noisy trackers the tracking baselines share ([36] and [6]): y (aggregate)
+    and z (average y-gradient), their GT initialisation, their message and their update.
+
+    Parameters
+    ----------
+    agent : Agent
+    params
+        The method's Params (noise keys as :func:`tracking_budgets`, ``constant_weight``,
+        ``samples``).
+    method : str
+        The method's name (for the note of a message sent in the clear).
+    """
+
+    def __init__(self, agent, params, method: str) -> None:
+        problem = self.problem = agent.problem
+        A = mixing_matrix(agent.graph, params.constant_weight, agent.weights)
+        check_mixing(A)
+        me = agent.id
+        self.self_weight = float(A[me, me])
+        self.neighbour_weights = A[me, agent.net.in_neighbors]
+        r = self.r = problem.aggregate_size
+        self.channel = agent.net.broadcast_channel("yz", 2 * r, buffers=2)
+        self.mechanism = LaplaceMechanism(agent.noise, owner=me, unit="record")
+        self.budgets, self.clear = tracking_budgets(params, me, agent.n_agents)
+        self.samples = params.samples
+        self.method = method
+        self.y = np.zeros(r)
+        self.z = np.zeros(r)
+
+    def initialise(self, x: np.ndarray) -> None:
+        """y^0 = g^0(x^0), z^0 = grad_y f^0(x^0, y^0), on the first samples."""
+        self.problem.observe(self.samples)
+        self.y = self.problem.aggregate(x)
+        self.z = self.problem.grad_y(x, self.y)
+
+    def _views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        return {"y": buffer[:self.r], "z": buffer[self.r:]}
+
+    def advance(self, x: np.ndarray, x_next: np.ndarray, t: int) -> None:
+        """Send the noisy trackers of time t, draw new samples, and track the change
+        from x^t to x^{t+1}."""
+        problem = self.problem
+        g_before, gy_before = problem.aggregate(x), problem.grad_y(x, self.y)
+        out = self.channel.outgoing
+        self.channel.exchange(packed_release(self.mechanism, self._views(out),
+                                             {"y": self.y, "z": self.z}, self.budgets, t,
+                                             out, self.clear, self.method))
+        heard = self._views(self.neighbour_weights @ self.channel.received)
+        problem.observe(self.samples)
+        a = self.self_weight
+        y_next = a * self.y + heard["y"] + problem.aggregate(x_next) - g_before
+        self.z = a * self.z + heard["z"] + problem.grad_y(x_next, y_next) - gy_before
+        self.y = y_next
+
+
+def tracking_direction(problem, x: np.ndarray, trackers: TrackerPair) -> np.ndarray:
+    """grad_x f_i^t(x, y_i) + grad g_i^t(x) z_i, with the trackers as the estimates."""
+    return problem.grad_x(x, trackers.y) + problem.aggregate_vjp(x, trackers.z)
+
+
+def box_of(params) -> float | None:
+    """Omega_i's half-width, None for no projection."""
+    return params.box if math.isfinite(params.box) else None
+
+
 @register
 class AggregativeGT(Algorithm):
     __doc__ = __doc__
@@ -103,47 +176,20 @@ class AggregativeGT(Algorithm):
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
-        problem = self.problem = agent.problem
-        A = mixing_matrix(agent.graph, params.constant_weight, agent.weights)
-        check_mixing(A)
-        me = agent.id
-        self.self_weight = float(A[me, me])
-        self.neighbour_weights = A[me, agent.net.in_neighbors]
-        r = problem.aggregate_size
-        self.channel = agent.net.broadcast_channel("yz", 2 * r, buffers=2)
-        self.mechanism = LaplaceMechanism(agent.noise, owner=me, unit="record")
-        self.budgets, self.clear = tracking_budgets(params, me, agent.n_agents)
-        self._box = params.box if math.isfinite(params.box) else None
-        self.x = np.asarray(problem.initial_block(), dtype=float).copy()
-        self.y = np.zeros(r)
-        self.z = np.zeros(r)
-
-    def _views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
-        r = self.problem.aggregate_size
-        return {"y": buffer[:r], "z": buffer[r:]}
+        self.trackers = TrackerPair(agent, params, self.name)
+        self._box = box_of(params)
+        self.x = np.asarray(agent.problem.initial_block(), dtype=float).copy()
 
     def step(self, n: int) -> None:
-        t, problem, params = n - 1, self.problem, self.params
-        if n == 1:  # GT initialisation on the first samples
-            problem.observe(params.samples)
-            self.y = problem.aggregate(self.x)
-            self.z = problem.grad_y(self.x, self.y)
+        t, params, problem = n - 1, self.params, self.agent.problem
+        if n == 1:
+            self.trackers.initialise(self.x)
         alpha = params.alpha0 * (t + 1.0) ** (-params.v_alpha)
-        x = self.x
-        x_next = x - alpha * (problem.grad_x(x, self.y) + problem.aggregate_vjp(x, self.z))
+        x_next = self.x - alpha * tracking_direction(problem, self.x, self.trackers)
         if self._box is not None:
             np.clip(x_next, -self._box, self._box, out=x_next)
-        g_before, gy_before = problem.aggregate(x), problem.grad_y(x, self.y)
-        out = self.channel.outgoing
-        self.channel.exchange(packed_release(self.mechanism, self._views(out),
-                                             {"y": self.y, "z": self.z}, self.budgets, t,
-                                             out, self.clear, self.name))
-        heard = self._views(self.neighbour_weights @ self.channel.received)
-        problem.observe(params.samples)
-        a = self.self_weight
-        y_next = a * self.y + heard["y"] + problem.aggregate(x_next) - g_before
-        self.z = a * self.z + heard["z"] + problem.grad_y(x_next, y_next) - gy_before
-        self.x, self.y = x_next, y_next
+        self.trackers.advance(self.x, x_next, t)
+        self.x = x_next
 
     @property
     def estimate(self) -> np.ndarray:

@@ -37,6 +37,8 @@ VARIANTS = {
     "aggregative-gt": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-gt",
                                                      "algorithm.constant_weight=0.3",
                                                      "algorithm.alpha0=0.5"]),
+    "aggregative-pat": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-pat",
+                                                      "algorithm.constant_weight=0.3"]),
 }
 
 

@@ -39,6 +39,8 @@ aggregative-gt  60   1e-6       [36] on the same deterministic instance, alpha_t
                                 (t+1)^-0.5, own block only: measured 7.6e-17 (2 ranks),
                                 3.1e-16 (3), 1.7e-15 (5), 8.8e-8 (8); a constant step
                                 of 1 diverges
+aggregative-pat 60   1e-6       [6], alpha = 1, delta = 0.5 (constant): measured
+                                1.0e-27 (2 ranks), 7.8e-25 (3), 2.7e-17 (5), 7.0e-10 (8)
 ============== ===== ========== ======================================================
 
 The ADMM bound leaves three decades over the slowest measured rank count. The DGD bound
@@ -90,6 +92,7 @@ TRACKERS_OFF = ["algorithm.sigma_y=0.0", "algorithm.sigma_z=0.0", *SAMPLES_OFF]
 LDP = [*AGGREGATIVE, "algorithm.name=ldp-aggregative"]
 LDP_OFF = [*LDP, "algorithm.sigma_x=0.0", *TRACKERS_OFF, "algorithm.v_x=0.3"]
 GT = [*AGGREGATIVE, "algorithm.name=aggregative-gt"]
+PAT = [*AGGREGATIVE, "algorithm.name=aggregative-pat"]
 
 
 def tracking_count(T: int, P: int) -> tuple[int, int]:
@@ -162,6 +165,7 @@ CASES: dict[str, Case] = {
                DGD_TOLERANCE, function_sharing_count(degree=2)),
     "ldp-aggregative": Case(LDP_OFF, LDP, 0.5, ldp_aggregative_count),
     "aggregative-gt": Case([*GT, *TRACKERS_OFF], GT, 1e-6, tracking_count),
+    "aggregative-pat": Case([*PAT, *TRACKERS_OFF], PAT, 1e-6, tracking_count),
 }
 
 
