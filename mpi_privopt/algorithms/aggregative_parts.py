@@ -8,7 +8,10 @@
   weights w_ij = c, or Metropolis) and Assumption 3;
 * :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v;
 * :func:`packed_release`: the noisy packed message of one time, one Laplace event per block
-  booked as one (or the clear message of a run without noise).
+  booked as one (or the clear message of a run without noise);
+* :class:`RobustTracking`: Algorithm 1's state (**x**_i, y_i, z_i) with its update (lines 3-9)
+  and its message (line 10), shared by ``ldp-aggregative`` and the baselines run in its
+  framework (PDOP, [51]), which change only the schedules.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ConfigError
+from ..privacy.mechanisms import LaplaceMechanism
 from ..privacy.ldp_budget import PackedLaplaceEvent
 from ..privacy.release import Release
 from ..topology import laplacian, metropolis_weights
@@ -141,3 +145,73 @@ def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np
                                     budgets[block].scale(t), out=view).event
                   for block, view in views.items())
     return Release(out, PackedLaplaceEvent(parts, owner=mechanism.owner, unit=mechanism.unit))
+
+
+class RobustTracking:
+    """Algorithm 1's state on one agent and its two moves (Chen & Wang 2025, notes 2.4).
+
+    ``update(t, lam, beta)`` is lines 3-9 with the neighbours' messages of time t (beta
+    multiplies every consensus increment: 1 in Algorithm 1, beta^t in [51]'s framework);
+    ``send(t, budgets, clear)`` is line 10, the packed noisy message of time t on phase
+    "yzx".
+
+    Parameters
+    ----------
+    agent : Agent
+    constant_weight : float
+        w_ij on every link (0: Metropolis weights); Assumption 3 is checked.
+    box : float
+        Omega's half-width (inf: no projection).
+    method : str
+        The method's name (notes of a clear message).
+    """
+
+    def __init__(self, agent, constant_weight: float, box: float, method: str) -> None:
+        K, me = agent.n_agents, agent.id
+        self.problem = agent.problem
+        A = mixing_matrix(agent.graph, constant_weight, agent.weights)
+        check_mixing(A)
+        self.self_weight = float(A[me, me])
+        self.neighbour_weights = A[me, agent.net.in_neighbors]
+        self.layout = AggregativeLayout.of(self.problem, K, me)
+        r, n = self.layout.r, self.layout.n
+        self.channel = agent.net.broadcast_channel("yzx", 2 * r + n, buffers=2)
+        self.mechanism = LaplaceMechanism(agent.noise, owner=me, unit="record")
+        self.method = method
+        self._box = box if np.isfinite(box) else None
+        self.X = initial_stack(self.problem, self.layout)
+        self.y = np.zeros(r)
+        self.z = np.zeros(r)
+        self.ytilde = np.zeros(r)
+        self.ztilde = np.zeros(r)
+
+    def send(self, t: int, budgets: dict, clear: list[str]) -> None:
+        """Line 10: the noisy message of time t, one packed buffer to every neighbour."""
+        out = self.channel.outgoing
+        values = {"y": self.y, "z": self.z, "x": self.X}
+        self.channel.exchange(packed_release(self.mechanism, self.layout.packed_views(out),
+                                             values, budgets, t, out, clear, self.method))
+
+    def _consensus(self, state: np.ndarray, heard: np.ndarray, beta: float) -> np.ndarray:
+        # s + beta sum_j w_ij (m_j - s) = s + beta (heard - |w_ii| s), |w_ii| = 1 - a_ii
+        if beta == 1.0:
+            return self.self_weight * state + heard
+        return state + beta * (heard - (1.0 - self.self_weight) * state)
+
+    def update(self, lam: dict[str, float], beta: float = 1.0) -> None:
+        """Lines 4-9 with the neighbours' messages of time t (the samples already drawn)."""
+        # sum_j w_ij m_j^t over the neighbours' noisy messages of time t
+        heard = self.layout.packed_views(self.neighbour_weights @ self.channel.received)
+        layout, problem = self.layout, self.problem
+        x_i = self.X[layout.own].copy()
+        y_next = self._consensus(self.y, heard["y"], beta) + lam["y"] * problem.aggregate(x_i)
+        self.ytilde = (y_next - self.y) / lam["y"]
+        z_next = (self._consensus(self.z, heard["z"], beta)
+                  + lam["z"] * problem.grad_y(x_i, self.ytilde))
+        self.ztilde = (z_next - self.z) / lam["z"]
+        X_next = self._consensus(self.X, heard["x"], beta)
+        X_next[layout.own] -= lam["x"] * (problem.grad_x(x_i, self.ytilde)
+                                          + problem.aggregate_vjp(x_i, self.ztilde))
+        if self._box is not None:
+            np.clip(X_next, -self._box, self._box, out=X_next)
+        self.X, self.y, self.z = X_next, y_next, z_next

@@ -47,10 +47,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
                                   sensitivity_exponents)
-from ..privacy.mechanisms import LaplaceMechanism
 from ..problems.aggregative import is_aggregative
-from .aggregative_parts import (AggregativeLayout, check_mixing, initial_stack, mixing_matrix,
-                                packed_release, step_sizes)
+from .aggregative_parts import RobustTracking, step_sizes
 from .base import Algorithm, register
 
 #: named settings of the schedules (notes 5.3, 4.2 and 7 item 4)
@@ -238,16 +236,13 @@ class LDPAggregative(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         K, me = agent.n_agents, agent.id
-        problem = self.problem = agent.problem
+        self.problem = agent.problem
         self.schedules = resolve_schedules(params, K)
         for k in range(K):  # public schedules: every agent refuses the same one
             check_assumption4(k, self.schedules.v,
                               dict(zip(BLOCKS, self.schedules.vs[k])),
                               dict(zip(BLOCKS, self.schedules.sigma[k])))
-        A = mixing_matrix(agent.graph, params.constant_weight, agent.weights)
-        check_mixing(A)
-        self.self_weight = float(A[me, me])
-        self.neighbour_weights = A[me, agent.net.in_neighbors]
+        self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
         if me == 0:
             failures = theorem1_failures(params.theory_case, self.schedules.v,
                                          self.schedules.vs, math.isfinite(params.box))
@@ -258,55 +253,21 @@ class LDPAggregative(Algorithm):
                     f"guarantee convergence: {'; '.join(failures)} (with v = ({v['x']:g}, "
                     f"{v['y']:g}, {v['z']:g}) and min_i vs = ({vs[2]:g}, {vs[0]:g}, "
                     f"{vs[1]:g}) for x, y, z); the run goes on", stacklevel=2)
-        self.layout = AggregativeLayout.of(problem, K, me)
-        r, n = self.layout.r, self.layout.n
-        self.channel = agent.net.broadcast_channel("yzx", 2 * r + n, buffers=2)
-        self.mechanism = LaplaceMechanism(agent.noise, owner=me, unit="record")
         self.budgets = self.schedules.block_budgets(me)
         #: blocks sent in the clear (sig = 0): the message is then non-private
         self.clear = [b for i, b in enumerate(BLOCKS) if self.schedules.sigma[me, i] == 0]
-        self._box = params.box if math.isfinite(params.box) else None
-        self.X = initial_stack(problem, self.layout)
-        self.y = np.zeros(r)
-        self.z = np.zeros(r)
-        self.ytilde = np.zeros(r)
-        self.ztilde = np.zeros(r)
-
-    def _send(self, t: int) -> None:
-        """Line 10: the noisy message of time t, one packed buffer to every neighbour."""
-        out = self.channel.outgoing
-        values = {"y": self.y, "z": self.z, "x": self.X}
-        self.channel.exchange(packed_release(self.mechanism, self.layout.packed_views(out),
-                                             values, self.budgets, t, out, self.clear,
-                                             self.name))
 
     def step(self, n: int) -> None:
-        t = n - 1
+        t, core = n - 1, self.core
         if n == 1:
-            self._send(0)  # line 1: the initial messages
-        lam = step_sizes(self.schedules.lam0, self.schedules.v, t)
-        # sum_j w_ij m_j^t over the neighbours' noisy messages of time t
-        mixed = self.neighbour_weights @ self.channel.received
-        heard = self.layout.packed_views(mixed)
-        self.problem.observe(self.params.samples)
-        layout, problem = self.layout, self.problem
-        x_i = self.X[layout.own].copy()
-        a = self.self_weight
-        y_next = a * self.y + heard["y"] + lam["y"] * problem.aggregate(x_i)
-        self.ytilde = (y_next - self.y) / lam["y"]
-        z_next = a * self.z + heard["z"] + lam["z"] * problem.grad_y(x_i, self.ytilde)
-        self.ztilde = (z_next - self.z) / lam["z"]
-        X_next = a * self.X + heard["x"]
-        X_next[layout.own] -= lam["x"] * (problem.grad_x(x_i, self.ytilde)
-                                          + problem.aggregate_vjp(x_i, self.ztilde))
-        if self._box is not None:
-            np.clip(X_next, -self._box, self._box, out=X_next)
-        self.X, self.y, self.z = X_next, y_next, z_next
-        self._send(t + 1)
+            core.send(0, self.budgets, self.clear)  # line 1: the initial messages
+        self.problem.observe(self.params.samples)  # line 3
+        core.update(step_sizes(self.schedules.lam0, self.schedules.v, t))
+        core.send(t + 1, self.budgets, self.clear)
 
     @property
     def estimate(self) -> np.ndarray:
-        return self.X
+        return self.core.X
 
     def report(self) -> dict:
         """Every agent's eq. (21) budget (public schedules), labelled."""

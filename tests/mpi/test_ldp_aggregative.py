@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
@@ -73,15 +72,15 @@ def run_recorded(comm, out: str, overrides: list[str], iterations: int):
 
     def attach(agent, algorithm):
         holder["algorithm"] = algorithm
-        step = algorithm.step
+        step, core = algorithm.step, algorithm.core
 
         def recorded(n):
-            x_i = algorithm.X[algorithm.layout.own].copy()
+            x_i = core.X[core.layout.own].copy()
             step(n)
             trace["Ax"].append(agent.problem.A @ x_i)
-            trace["ytilde"].append(algorithm.ytilde.copy())
-            trace["ztilde"].append(algorithm.ztilde.copy())
-            trace["X"].append(algorithm.X.copy())
+            trace["ytilde"].append(core.ytilde.copy())
+            trace["ztilde"].append(core.ztilde.copy())
+            trace["X"].append(core.X.copy())
         algorithm.step = recorded
 
     result = run(cfg, out=out, comm=comm, stream=None, on_setup=attach)
