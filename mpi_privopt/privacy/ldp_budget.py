@@ -38,7 +38,8 @@ from .events import LaplaceEvent, PrivacyEvent, PureDPEvent
 from .transforms import register_transform
 
 __all__ = ["BLOCKS", "BlockBudget", "PackedLaplaceEvent", "sensitivity_exponents",
-           "check_assumption4", "NOMINAL", "accounting_label"]
+           "check_assumption4", "NOMINAL", "accounting_label", "GeometricBlock",
+           "SampledBlock", "fresh_batch"]
 
 #: the blocks of a packed message, in packing order
 BLOCKS = ("y", "z", "x")
@@ -166,3 +167,78 @@ class PackedLaplaceEvent(PrivacyEvent):
 def packed_to_pure(event: PackedLaplaceEvent) -> PureDPEvent:
     """The pure-DP event of a packed message: the sum of its blocks' epsilons."""
     return PureDPEvent(event.epsilon, owner=event.owner, unit=event.unit, record=event.record)
+
+
+@dataclass(frozen=True)
+class GeometricBlock:
+    """One block of PDOP in Algorithm 1's framework (Huang, Mitra & Vaidya 2015, [26];
+    notes 2.8 B3 and 3.7): sensitivity ``C lam0 q_lam^t`` (0 at t = 0), Laplace scale
+    ``sigma0 q_sig^t / sqrt(2)``, so release t costs ``sqrt(2) C lam0 / sigma0 (q_lam/q_sig)^t``."""
+
+    constant: float
+    lam0: float
+    lam_rate: float
+    sigma: float
+    sigma_rate: float
+
+    def sensitivity(self, t: int) -> float:
+        return 0.0 if t == 0 else self.constant * self.lam0 * self.lam_rate ** t
+
+    def scale(self, t: int) -> float:
+        return self.sigma * self.sigma_rate ** t / math.sqrt(2.0)
+
+    @property
+    def ratio(self) -> float:
+        return self.lam_rate / self.sigma_rate
+
+    def partial_sum(self, T: int) -> float:
+        """sum_{t=1}^T sqrt(2) C lam0 / sigma0 (q_lam/q_sig)^t."""
+        factor = math.sqrt(2.0) * self.constant * self.lam0 / self.sigma
+        return factor * math.fsum((self.ratio ** np.arange(1.0, T + 1.0)).tolist())
+
+    def limit(self) -> float:
+        """The geometric series' sum as T -> inf (inf unless q_lam < q_sig)."""
+        q = self.ratio
+        if q >= 1.0:
+            return math.inf
+        return math.sqrt(2.0) * self.constant * self.lam0 / self.sigma * q / (1.0 - q)
+
+
+def fresh_batch(t: int, exponent: float) -> int:
+    """gamma_t = ceil((t+1)^exponent), [51]'s number of fresh samples at iteration t."""
+    return math.ceil((t + 1.0) ** exponent)
+
+
+@dataclass(frozen=True)
+class SampledBlock:
+    """One block of [51] (Wang & Zhang 2024) in Algorithm 1's framework (notes 2.8 B4, 3.7):
+    sensitivity ``C lam0 (t+1)^-v / gamma_t`` with ``gamma_t = ceil((t+1)^kappa)`` fresh
+    samples (0 at t = 0), Laplace scale ``sigma (t+1)^growth / sqrt(2)`` (a growing noise)."""
+
+    constant: float
+    lam0: float
+    decay: float
+    sigma: float
+    growth: float
+    batch_exponent: float
+
+    def sensitivity(self, t: int) -> float:
+        if t == 0:
+            return 0.0
+        return (self.constant * self.lam0 * (t + 1.0) ** (-self.decay)
+                / fresh_batch(t, self.batch_exponent))
+
+    def scale(self, t: int) -> float:
+        return self.sigma * (t + 1.0) ** self.growth / math.sqrt(2.0)
+
+    def partial_sum(self, T: int) -> float:
+        """sum_{t=1}^T Delta^t / b^t."""
+        return math.fsum(self.sensitivity(t) / self.scale(t) for t in range(1, T + 1))
+
+    def limit_bound(self) -> float:
+        """An upper bound of the limit: gamma_t >= (t+1)^kappa, so the series is at most
+        sqrt(2) C lam0 / sigma zeta(v + kappa + growth, 2) (inf if that exponent <= 1)."""
+        p = self.decay + self.batch_exponent + self.growth
+        if p <= 1.0:
+            return math.inf
+        return math.sqrt(2.0) * self.constant * self.lam0 / self.sigma * float(special.zeta(p, 2.0))

@@ -39,6 +39,10 @@ VARIANTS = {
                                                      "algorithm.alpha0=0.5"]),
     "aggregative-pat": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-pat",
                                                       "algorithm.constant_weight=0.3"]),
+    "pdop-aggregative": ("ldp-aggregative-quadratic", ["algorithm.name=pdop-aggregative",
+                                                       "algorithm.constant_weight=0.3"]),
+    "tvs-aggregative": ("ldp-aggregative-quadratic", ["algorithm.name=tvs-aggregative",
+                                                      "algorithm.constant_weight=0.3"]),
 }
 
 

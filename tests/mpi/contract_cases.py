@@ -41,6 +41,12 @@ aggregative-gt  60   1e-6       [36] on the same deterministic instance, alpha_t
                                 of 1 diverges
 aggregative-pat 60   1e-6       [6], alpha = 1, delta = 0.5 (constant): measured
                                 1.0e-27 (2 ranks), 7.8e-25 (3), 2.7e-17 (5), 7.0e-10 (8)
+pdop-aggregative 60  1.0        Algorithm 1's framework with PDOP's schedules made
+tvs-aggregative                 constant (rates 1, resp. exponents 0, beta = 1, one
+                                fresh sample), lam = 0.3: the methods' own schedules
+                                stop learning by design (sum_t lam_x^t = 1.67 for
+                                PDOP); measured 3.3e-8 (2 ranks), 4.2e-5 (3), 1.0e-2
+                                (5), 0.51 (8), from about K
 ============== ===== ========== ======================================================
 
 The ADMM bound leaves three decades over the slowest measured rank count. The DGD bound
@@ -93,6 +99,14 @@ LDP = [*AGGREGATIVE, "algorithm.name=ldp-aggregative"]
 LDP_OFF = [*LDP, "algorithm.sigma_x=0.0", *TRACKERS_OFF, "algorithm.v_x=0.3"]
 GT = [*AGGREGATIVE, "algorithm.name=aggregative-gt"]
 PAT = [*AGGREGATIVE, "algorithm.name=aggregative-pat"]
+PDOP = [*AGGREGATIVE, "algorithm.name=pdop-aggregative"]
+TVS = [*AGGREGATIVE, "algorithm.name=tvs-aggregative"]
+FRAMEWORK_OFF = ["algorithm.sigma_x=0.0", *TRACKERS_OFF, "algorithm.lam_x0=0.3"]
+PDOP_OFF = [*PDOP, *FRAMEWORK_OFF, "algorithm.rate_x=1.0", "algorithm.rate_y=1.0",
+            "algorithm.rate_z=1.0"]
+TVS_OFF = [*TVS, *FRAMEWORK_OFF, "algorithm.v_x=0.0", "algorithm.v_y=0.0", "algorithm.v_z=0.0",
+           "algorithm.beta0=1.0", "algorithm.v_beta=0.0", "algorithm.batch_exponent=0.0",
+           "algorithm.lam_y0=0.3", "algorithm.lam_z0=0.3"]
 
 
 def tracking_count(T: int, P: int) -> tuple[int, int]:
@@ -166,6 +180,8 @@ CASES: dict[str, Case] = {
     "ldp-aggregative": Case(LDP_OFF, LDP, 0.5, ldp_aggregative_count),
     "aggregative-gt": Case([*GT, *TRACKERS_OFF], GT, 1e-6, tracking_count),
     "aggregative-pat": Case([*PAT, *TRACKERS_OFF], PAT, 1e-6, tracking_count),
+    "pdop-aggregative": Case(PDOP_OFF, PDOP, 1.0, ldp_aggregative_count),
+    "tvs-aggregative": Case(TVS_OFF, TVS, 1.0, ldp_aggregative_count),
 }
 
 

@@ -13,8 +13,9 @@ from mpi_privopt.algorithms.ldp_aggregative import (LDPAggregativeParams, resolv
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.events import LaplaceEvent, PureDPEvent
-from mpi_privopt.privacy.ldp_budget import (NOMINAL, BlockBudget, PackedLaplaceEvent,
-                                            accounting_label, check_assumption4)
+from mpi_privopt.privacy.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock,
+                                            PackedLaplaceEvent, SampledBlock, accounting_label,
+                                            check_assumption4, fresh_batch)
 from mpi_privopt.privacy.transforms import resolve
 from mpi_privopt.problems.aggregative import AGGREGATIVE_PROBLEMS
 from mpi_privopt.problems.aggregative_quadratic import QuadraticOptions, build_quadratic
@@ -178,3 +179,24 @@ def test_aggregative_problems_and_methods_go_together():
         load_config(None, ["problem.options.kappa=1.0"])
     with pytest.raises(ConfigError, match="l2 = 1.0 does not apply"):
         load_config("ldp-aggregative-quadratic", ["problem.l2=1.0"])
+
+
+# -- PDOP and [51] in Algorithm 1's framework ---------------------------------------------------
+
+def test_pdop_nominal_budget_matches_the_notes():
+    # notes 3.7: about 38 + 1732 + 857 as T -> inf (the MNIST schedules, C = 1)
+    blocks = [GeometricBlock(1.0, 0.1, rate, sigma, 0.99)
+              for rate, sigma in ((0.94, 0.07), (0.98, 0.008), (0.97, 0.008))]
+    assert [round(b.limit()) for b in blocks] == [38, 1732, 857]
+    assert blocks[0].sensitivity(0) == 0.0
+    terms = [blocks[1].sensitivity(t) / blocks[1].scale(t) for t in range(0, 301)]
+    assert math.fsum(terms) == pytest.approx(blocks[1].partial_sum(300), rel=1e-13)
+
+
+def test_tvs_budget_is_its_releases_and_below_its_bound():
+    block = SampledBlock(1.0, 0.05, 0.11, 0.01, 0.01, 1.4)
+    assert fresh_batch(0, 1.4) == 1 and fresh_batch(9, 1.4) == math.ceil(10 ** 1.4)
+    explicit = math.fsum(math.sqrt(2) * 0.05 * (t + 1) ** -0.11 / math.ceil((t + 1) ** 1.4)
+                         / (0.01 * (t + 1) ** 0.01) for t in range(1, 1001))
+    assert block.partial_sum(1000) == pytest.approx(explicit, rel=1e-12)
+    assert block.partial_sum(1000) < block.limit_bound() < math.inf
