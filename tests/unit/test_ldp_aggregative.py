@@ -200,3 +200,12 @@ def test_tvs_budget_is_its_releases_and_below_its_bound():
                          / (0.01 * (t + 1) ** 0.01) for t in range(1, 1001))
     assert block.partial_sum(1000) == pytest.approx(explicit, rel=1e-12)
     assert block.partial_sum(1000) < block.limit_bound() < math.inf
+
+
+def test_the_papers_schedule_budget_matches_the_notes():
+    # notes 3.6/3.7: agent 1 (p = 1.016 in all three blocks), C = 1, sigma = 0.01:
+    # 3 sqrt(2)/0.01 * 6.12 = 2.6e3 at T = 1000 and 3 sqrt(2)/0.01 * 62.1 = 2.6e4 as T -> inf
+    s = resolve_schedules(LDPAggregativeParams(preset="chen2025"), 5)
+    agent1 = s.block_budgets(0).values()
+    assert sum(b.partial_sum(1000) for b in agent1) == pytest.approx(3 * 141.42 * 6.12, rel=1e-3)
+    assert sum(b.limit() for b in agent1) == pytest.approx(3 * 141.42 * 62.1, rel=1e-3)
