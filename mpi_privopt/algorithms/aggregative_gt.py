@@ -122,6 +122,8 @@ class TrackerPair:
         self.method = method
         self.y = np.zeros(r)
         self.z = np.zeros(r)
+        #: the problem's optional diagnostics hook (its trackers are the estimates)
+        self._record = getattr(problem, "record_trackers", None)
 
     def initialise(self, x: np.ndarray) -> None:
         """y^0 = g^0(x^0), z^0 = grad_y f^0(x^0, y^0), on the first samples."""
@@ -136,6 +138,8 @@ class TrackerPair:
         """Send the noisy trackers of time t, draw new samples, and track the change
         from x^t to x^{t+1}."""
         problem = self.problem
+        if self._record is not None:
+            self._record(x, self.y, self.z)
         g_before, gy_before = problem.aggregate(x), problem.grad_y(x, self.y)
         out = self.channel.outgoing
         self.channel.exchange(packed_release(self.mechanism, self._views(out),

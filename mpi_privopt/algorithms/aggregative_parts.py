@@ -184,6 +184,8 @@ class RobustTracking:
         self.z = np.zeros(r)
         self.ytilde = np.zeros(r)
         self.ztilde = np.zeros(r)
+        #: the problem's optional diagnostics hook (AggregativeObjective.record_trackers)
+        self._record = getattr(self.problem, "record_trackers", None)
 
     def send(self, t: int, budgets: dict, clear: list[str]) -> None:
         """Line 10: the noisy message of time t, one packed buffer to every neighbour."""
@@ -214,4 +216,6 @@ class RobustTracking:
                                           + problem.aggregate_vjp(x_i, self.ztilde))
         if self._box is not None:
             np.clip(X_next, -self._box, self._box, out=X_next)
+        if self._record is not None:
+            self._record(x_i, self.ytilde, self.ztilde)
         self.X, self.y, self.z = X_next, y_next, z_next

@@ -25,6 +25,10 @@ Members with a default (not required of an implementation; callers use
     Every agent's share, in agent order; the problem computes its reference (e.g. the
     closed-form x*) for its evaluator, and may keep it as ``reference`` (a
     :class:`~mpi_privopt.problems.reference.ReferenceSolution`, stored in models.npz).
+``record_trackers(x_i, ytilde, ztilde)``
+    Called by the method after each update with the point x_i^t its estimates were made
+    at and its estimates of g(x^t) and (1/m) sum_j grad_y f_j (for the evaluator's
+    tracking diagnostics, notes 6.3); absent: no diagnostics.
 ``initial_blocks(n_agents)``
     Every agent's x_j^0, when they are public (data-independent, seeded by ``(seed, j)``):
     the methods then start every agent's stacked estimate at the same point (notes 7 item

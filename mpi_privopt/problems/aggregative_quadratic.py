@@ -136,6 +136,8 @@ class QuadraticAggregative:
         self.sum_phi = np.zeros(opts.block)
         #: the closed-form optimum x* (stacked), once the reference is known
         self.x_star: np.ndarray | None = None
+        #: the method's last estimates (x_i^t, ytilde_i^t, ztilde_i^t), for the diagnostics
+        self.trackers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- the sampling oracle ----------------------------------------------------------------
     def observe(self, count: int = 1, *, fresh: bool = False) -> None:
@@ -169,6 +171,11 @@ class QuadraticAggregative:
 
     def initial_block(self) -> np.ndarray:
         return quadratic_initial_block(self.opts, self.seed, self.agent)
+
+    def record_trackers(self, x_i: np.ndarray, ytilde: np.ndarray, ztilde: np.ndarray) -> None:
+        """Keep the method's estimates of g(x^t) and (1/m) sum_j grad_y f_j at x_i^t (the
+        evaluator's tracking diagnostics; nothing leaves the agent but its scalars)."""
+        self.trackers = (x_i, ytilde, ztilde)
 
     def initial_blocks(self, n_agents: int) -> list[np.ndarray]:
         """Every agent's x_j^0 (public and seeded by (seed, j))."""
@@ -237,15 +244,22 @@ class QuadraticToOptimum:
         F(x) at x = (x_1, ..., x_m) (expected functions) and F(x) - F(x*).
     consensus_gap
         ``(1/m) sum_i ||**x**_i - xbar||^2``, xbar the average stacked estimate.
+    tracking_error, gradient_tracking_error
+        ``(1/m) sum_i ||ytilde_i^t - g(x^t)||`` and ``(1/m) sum_i ||ztilde_i^t - (1/m) sum_j
+        grad_y f_j(x_j^t, g(x^t))||`` at the iterate x^t the method's last estimates were
+        made at (0 before the first iteration or for a method that records none).
     """
 
-    columns = ("error", "distance", "block_distance", "cost", "objective_gap", "consensus_gap")
+    columns = ("error", "distance", "block_distance", "cost", "objective_gap", "consensus_gap",
+               "tracking_error", "gradient_tracking_error")
 
     def __init__(self, objective: QuadraticAggregative) -> None:
         self.objective = objective
         self.x_star = objective.x_star
         self.n = self.x_star.size
-        self.aggregate_size = self.n + objective.aggregate_size
+        r = objective.aggregate_size
+        # [average stacked estimate, g(x) now, g(x^t) and mean b at the trackers' iterate]
+        self.aggregate_size = self.n + 3 * r
         k, size = objective.agent, objective.block_size
         self.own = slice(k * size, (k + 1) * size)
 
@@ -255,18 +269,32 @@ class QuadraticToOptimum:
     def aggregate_share(self, w: np.ndarray) -> np.ndarray:
         # the average stacked estimate (0 without one), and g(x) = (1/m) sum_i A_i x_i
         stacked = w if w.size == self.n else np.zeros(self.n)
-        return np.concatenate([stacked, self.objective.A @ self._block(w)])
+        objective = self.objective
+        recorded = objective.trackers
+        at_t = (objective.A @ recorded[0] if recorded is not None
+                else np.zeros(objective.aggregate_size))
+        return np.concatenate([stacked, objective.A @ self._block(w), at_t, objective.b])
 
     def terms(self, w: np.ndarray, aggregate: np.ndarray | None) -> np.ndarray:
         # one scalar per column (the monitor gathers as many); combine scales them
-        x_bar, g = aggregate[:self.n], aggregate[self.n:]
+        r = self.objective.aggregate_size
+        x_bar = aggregate[:self.n]
+        g, g_t, b_bar = (aggregate[self.n + k * r:self.n + (k + 1) * r] for k in range(3))
         x_i = self._block(w)
         block = float(np.sum((x_i - self.x_star[self.own]) ** 2))
         cost = self.objective.expected_cost(x_i, g)
+        tracking = [0.0, 0.0]
+        recorded = self.objective.trackers
+        if recorded is not None:
+            _, ytilde, ztilde = recorded
+            grad_y_mean = self.objective.opts.kappa * (g_t - b_bar)
+            tracking = [float(np.linalg.norm(ytilde - g_t)),
+                        float(np.linalg.norm(ztilde - grad_y_mean))]
         if w.size != self.n:
-            return np.array([block, block, block, cost, cost, 0.0])
+            return np.array([block, block, block, cost, cost, 0.0, *tracking])
         distance = float(np.sum((w - self.x_star) ** 2))
-        return np.array([distance, distance, block, cost, cost, float(np.sum((w - x_bar) ** 2))])
+        return np.array([distance, distance, block, cost, cost, float(np.sum((w - x_bar) ** 2)),
+                         *tracking])
 
     def combine(self, terms: np.ndarray) -> dict[str, float]:
         total = REDUCTIONS["sum"]
@@ -278,7 +306,9 @@ class QuadraticToOptimum:
                 "block_distance": total(terms[:, 2]),
                 "cost": cost,
                 "objective_gap": cost - self.objective.optimum_value,
-                "consensus_gap": float(np.mean(terms[:, 5]))}
+                "consensus_gap": float(np.mean(terms[:, 5])),
+                "tracking_error": float(np.mean(terms[:, 6])),
+                "gradient_tracking_error": float(np.mean(terms[:, 7]))}
 
 
 def build_quadratic(options: Mapping[str, object], rank: int, n_agents: int,
