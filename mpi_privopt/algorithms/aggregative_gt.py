@@ -35,7 +35,8 @@ from ..privacy.ldp_budget import BlockBudget, accounting_label
 from ..privacy.mechanisms import LaplaceMechanism
 from .aggregative_parts import check_mixing, mixing_matrix, packed_release
 from .base import Algorithm, register
-from .ldp_aggregative import PRESETS, _needs_aggregative_problem, tracker_noise
+from .ldp_aggregative import (PRESETS, _needs_aggregative_problem, per_agent_values,
+                              tracker_noise)
 
 
 @dataclasses.dataclass
@@ -88,8 +89,8 @@ def tracking_report(params, n_agents: int, T: int) -> dict:
     return {"guarantee": "pure epsilon local DP (delta = 0) with a constant stated "
                          "sensitivity: grows without bound with T",
             "accounting": accounting_label(constants),
-            "epsilon_T": [sum(b.partial_sum(T - 1) for b in budgets.values())
-                          for budgets, _ in per_agent],
+            "epsilon_T": per_agent_values([sum(b.partial_sum(T - 1) for b in budgets.values())
+                                           for budgets, _ in per_agent]),
             "epsilon_limit": "inf (the sensitivity does not decay)"}
 
 

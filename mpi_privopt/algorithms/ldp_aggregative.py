@@ -173,6 +173,11 @@ def tracker_noise(params, n_agents: int) -> dict[str, tuple[np.ndarray, ...]]:
             for b, block in enumerate(BLOCKS) if block in ("y", "z")}
 
 
+def per_agent_values(values: list[float]) -> list[float] | float:
+    """One value per agent, or the value itself when every agent has the same."""
+    return values[0] if all(v == values[0] for v in values) else values
+
+
 def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
                       projected: bool) -> list[str]:
     """Theorem 1's conditions for ``case`` that fail, with the worst-case vs = min_i vs_i
@@ -280,9 +285,10 @@ class LDPAggregative(Algorithm):
             "guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, "
                        "the t = 0 release with sensitivity 0",
             "accounting": accounting_label(self.schedules.constants.ravel().tolist()),
-            "epsilon_eq21_T": [sum(b.partial_sum(T) for b in bs.values()) for bs in per_agent],
-            "epsilon_limit_exact_series": [sum(b.limit() for b in bs.values())
-                                           for bs in per_agent],
-            "epsilon_limit_bound_155": [sum(b.bound_155() for b in bs.values())
-                                        for bs in per_agent],
+            "epsilon_eq21_T": per_agent_values(
+                [sum(b.partial_sum(T) for b in bs.values()) for bs in per_agent]),
+            "epsilon_limit_exact_series": per_agent_values(
+                [sum(b.limit() for b in bs.values()) for bs in per_agent]),
+            "epsilon_limit_bound_155": per_agent_values(
+                [sum(b.bound_155() for b in bs.values()) for bs in per_agent]),
         }
