@@ -28,9 +28,13 @@ its own clean state with the neighbours' noisy messages. Omega is the box
 Privacy: pure epsilon local DP (:mod:`mpi_privopt.privacy.ldp_budget`): each message is
 one packed Laplace event booked once per sender, with the sensitivities of eqs. (17),
 (19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of notes
-3.7), 0 for the t = 0 message; the ledger then holds eq. (21) on every link. With every
-sig = 0 (``noise = false`` in effect) the messages are sent in the clear and the loss is
-unbounded. The summary's headline is the pure epsilon (delta = 0).
+3.7), 0 for the t = 0 message; the ledger then holds eq. (21) on every link. With
+sig = 0 on a block (the noise-off ablation: all three) the messages are sent in the clear
+and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0).
+
+The state and the two moves (lines 3-9, line 10) are the shared
+:class:`~mpi_privopt.algorithms.aggregative_parts.RobustTracking`, which PDOP and [51]
+run with their own schedules (:mod:`~mpi_privopt.algorithms.aggregative_frameworks`).
 
 Checks: Assumption 3 on A (doubly stochastic, ||A - 11^T/m|| < 1) and Assumption 4 for
 every agent are refused with the value found; Theorem 1's conditions for the configured
@@ -280,15 +284,19 @@ class LDPAggregative(Algorithm):
         K = self.agent.n_agents
         if self.clear:
             return {"guarantee": "noise off (sigma = 0): messages in the clear, loss unbounded"}
-        per_agent = [self.schedules.block_budgets(k) for k in range(K)]
+        schedules = self.schedules
+
+        def each(figure) -> list[float] | float:
+            # an agent with a block in the clear has no finite budget
+            return per_agent_values([
+                sum(figure(b) for b in schedules.block_budgets(k).values())
+                if np.all(schedules.sigma[k] > 0) else math.inf for k in range(K)])
+
         return {
             "guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, "
                        "the t = 0 release with sensitivity 0",
-            "accounting": accounting_label(self.schedules.constants.ravel().tolist()),
-            "epsilon_eq21_T": per_agent_values(
-                [sum(b.partial_sum(T) for b in bs.values()) for bs in per_agent]),
-            "epsilon_limit_exact_series": per_agent_values(
-                [sum(b.limit() for b in bs.values()) for bs in per_agent]),
-            "epsilon_limit_bound_155": per_agent_values(
-                [sum(b.bound_155() for b in bs.values()) for bs in per_agent]),
+            "accounting": accounting_label(schedules.constants.ravel().tolist()),
+            "epsilon_eq21_T": each(lambda b: b.partial_sum(T)),
+            "epsilon_limit_exact_series": each(BlockBudget.limit),
+            "epsilon_limit_bound_155": each(BlockBudget.bound_155),
         }
