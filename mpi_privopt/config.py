@@ -255,7 +255,13 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if section not in SECTIONS:
             raise ConfigError(f"override {text!r} names unknown section [{section}]",
                               f"sections are: {', '.join(SECTIONS)}")
-        merged.setdefault(section, {})[key] = value
+        table = merged.setdefault(section, {})
+        *tables, last = key.split(".")  # problem.options.KEY=value: a key of a sub-table
+        for name in tables:
+            inner = table.get(name)
+            table[name] = inner = dict(inner) if isinstance(inner, dict) else {}
+            table = inner
+        table[last] = value
     return merged
 
 
@@ -278,6 +284,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .algorithms import ALGORITHMS
     from .privacy.noise import NOISE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
+    from .problems.aggregative import is_aggregative
     from .problems.config import local_l1
     from .topology import TOPOLOGIES
 
@@ -337,6 +344,12 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
             f"privacy.epsilon = {privacy.epsilon} is set, but algorithm {name!r} is not private "
             "(its privacy loss is unbounded)",
             "choose a private algorithm, or set privacy.epsilon = inf")
+    if is_aggregative(problem.name) and not getattr(algorithm_cls, "aggregative", False):
+        aggregative_methods = sorted(n for n, c in ALGORITHMS.items()
+                                     if getattr(c, "aggregative", False))
+        raise ConfigError(f"algorithm {name!r} cannot solve the aggregative problem "
+                          f"{problem.name!r}",
+                          f"choose an aggregative method ({', '.join(aggregative_methods)})")
     if topology.directed and algorithm_cls.requires_undirected:
         raise ConfigError(f"algorithm {name!r} needs an undirected graph",
                           "set topology.directed = false")

@@ -353,7 +353,14 @@ def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]
     algorithm_cls = ALGORITHMS[cfg.algorithm.name]
     final = s.metrics[-1].values if s.metrics else {}
     reference = s.problem.reference
-    worst = privacy["worst_link"]
+    worst, worst_eps = privacy["worst_link"], privacy["worst_link_epsilon"]
+    conversion = (privacy["links"]["conversion"][worst[0]][worst[1]] if worst else None)
+    delta = cfg.privacy.delta
+    if getattr(algorithm_cls, "pure_headline", False):
+        # a pure local-DP method: its headline is pure epsilon at delta = 0, never an
+        # (epsilon, delta) conversion (privacy.json keeps every conversion)
+        worst, worst_eps = _worst_pure_link(privacy["links"]["epsilon_pure"], worst, worst_eps)
+        conversion, delta = ("pure" if worst_eps < math.inf else conversion), 0.0
     summary = RunSummary(
         algorithm=cfg.algorithm.name,
         problem=cfg.problem.name,
@@ -375,11 +382,10 @@ def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]
         comm_seconds=float(np.mean(comm_seconds)),
         comm_seconds_max=float(np.max(comm_seconds)),
         private=algorithm_cls.private,
-        worst_link_epsilon=privacy["worst_link_epsilon"],
+        worst_link_epsilon=worst_eps,
         worst_link=worst,
-        worst_link_conversion=(privacy["links"]["conversion"][worst[0]][worst[1]]
-                               if worst else None),
-        privacy_delta=cfg.privacy.delta,
+        worst_link_conversion=conversion,
+        privacy_delta=delta,
         noise=s.noise.mode,
         reference_method=None if reference is None else reference.method,
         optimum_value=None if reference is None else reference.value,
@@ -399,3 +405,16 @@ def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]
             "non-private algorithm: every message is sent in the clear, so each link's "
             "privacy loss is unbounded (inf)")
     return summary
+
+
+def _worst_pure_link(pure: list[list[float | None]], worst: list[int] | None,
+                     worst_eps: float) -> tuple[list[int] | None, float]:
+    """The link of largest pure epsilon; unbounded links (no pure figure) stay as given."""
+    if worst_eps == math.inf:
+        return worst, worst_eps
+    best, best_eps = worst, -math.inf
+    for k, row in enumerate(pure):
+        for j, eps in enumerate(row):
+            if eps is not None and eps > best_eps:
+                best, best_eps = [k, j], eps
+    return (best, best_eps) if best_eps > -math.inf else (worst, worst_eps)

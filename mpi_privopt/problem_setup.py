@@ -6,6 +6,10 @@ An agent loads only its own data. What else travels depends on ``run.evaluate``:
     Rank 0 of the evaluation communicator gathers every agent's data (or polynomial)
     once, resolves ``l1 = "auto"``, solves for the centralised optimum w_c and broadcasts
     the resolved l1 and the reference to every agent, whose evaluator measures against it.
+``reference`` for an aggregative problem
+    Every agent's ``reference_share()`` (e.g. the quadratic instance's A_i, p_i, b_i) is
+    gathered on every rank, which computes the closed-form reference itself
+    (``use_reference``); a problem without one (share None) gathers nothing.
 ``local`` / ``none`` (deployment)
     Nothing is gathered or broadcast; ``l1 = "auto"`` is refused by the configuration
     (:func:`~mpi_privopt.problems.config.local_l1`).
@@ -25,6 +29,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .collective import agree
+from .problems import aggregative
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
@@ -66,6 +71,8 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     a :class:`~mpi_privopt.problems.records.Records`.
     """
     rank = comm.Get_rank()
+    if aggregative.is_aggregative(cfg.name):
+        return _aggregative_setup(cfg, comm, seed, evaluate)
     if cfg.name == POLYNOMIAL:
         local = agree(comm, lambda: polynomial_objective(cfg, seed, rank))
         reference = None
@@ -86,6 +93,21 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     if records:
         local = Records(local, comm.allgather(local.n_samples), rank)
     return ProblemSetup(local, local.evaluator(evaluate, reference), reference, l1)
+
+
+def _aggregative_setup(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
+                       evaluate: str) -> ProblemSetup:
+    """An aggregative problem: each agent builds its own objective (its own data and
+    sampling stream); in simulation, every agent's reference share reaches every agent."""
+    rank, n_agents = comm.Get_rank(), comm.Get_size()
+    build = aggregative.AGGREGATIVE_PROBLEMS[cfg.name]
+    local = agree(comm, lambda: build(cfg.options, rank, n_agents, seed))
+    if evaluate == REFERENCE:
+        shares = comm.allgather(aggregative.reference_share(local))
+        if all(share is not None for share in shares):
+            agree(comm, lambda: aggregative.use_reference(local, shares))
+    return ProblemSetup(local, agree(comm, lambda: local.evaluator(evaluate)),
+                        getattr(local, "reference", None))
 
 
 def _gathered_reference(cfg: ProblemConfig, comm: MPI.Intracomm, X: np.ndarray,

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
+from mpi_privopt.problems.aggregative import AGGREGATIVE_PROBLEMS, is_aggregative
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
 from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, PRESETS
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
@@ -60,6 +61,11 @@ class ProblemConfig:
     preset : str
         For ``name = "polynomial"`` only: which polynomial objectives the agents hold
         (:data:`~mpi_privopt.problems.polynomial_presets.PRESETS`; "" is ``gade2017``).
+    options : dict
+        For aggregative problems only (a key of
+        :data:`~mpi_privopt.problems.aggregative.AGGREGATIVE_PROBLEMS`): the problem's own
+        options, the ``[problem.options]`` table, handed to its builder, which checks them
+        (``--set problem.options.KEY=VALUE`` sets one).
     """
 
     name: str = "ridge"
@@ -74,6 +80,7 @@ class ProblemConfig:
     loss: str = ""
     preset: str = ""
     radius: float = 0.5
+    options: dict = field(default_factory=dict)
 
 
 def _is_real(x: object) -> bool:
@@ -92,13 +99,22 @@ def validate_problem_config(cfg: ProblemConfig) -> None:
     ConfigError
         On an unknown problem or loss name, or a value out of range.
     """
+    if is_aggregative(cfg.name):
+        _validate_aggregative(cfg)
+        return
+    if cfg.options:
+        raise ConfigError(
+            f"[problem.options] is set, but problem {cfg.name!r} takes no options",
+            "remove [problem.options]; it is for the aggregative problems "
+            f"({', '.join(AGGREGATIVE_PROBLEMS)})")
     if cfg.name == POLYNOMIAL:
         _validate_polynomial(cfg)
         return
     if cfg.name not in PROBLEMS:
         raise ConfigError(
             f"unknown problem [problem] name = {cfg.name!r}",
-            f"choose one of {', '.join(PROBLEMS)}, or {POLYNOMIAL}",
+            f"choose one of {', '.join(PROBLEMS)}, {POLYNOMIAL}, or an aggregative problem "
+            f"({', '.join(AGGREGATIVE_PROBLEMS)})",
         )
     if cfg.preset:
         raise ConfigError(
@@ -170,6 +186,20 @@ def _validate_polynomial(cfg: ProblemConfig) -> None:
                 f"remove [problem] {key}: the objectives are the preset's polynomials")
 
 
+def _validate_aggregative(cfg: ProblemConfig) -> None:
+    # the builder checks its own options; the keys of data problems would be ignored
+    if not isinstance(cfg.options, dict):
+        raise ConfigError(f"[problem] options = {cfg.options!r} must be a table",
+                          "write the problem's options under [problem.options]")
+    defaults = ProblemConfig()
+    for key in ("data", "loss", "l1", "l2", "clip", "preset"):
+        if getattr(cfg, key) != getattr(defaults, key):
+            raise ConfigError(
+                f"[problem] {key} = {getattr(cfg, key)!r} does not apply to the aggregative "
+                f"problem {cfg.name!r}",
+                f"remove [problem] {key}; the problem's own settings go in [problem.options]")
+
+
 def problem_spec(cfg: ProblemConfig) -> ProblemSpec:
     """The registry entry for ``cfg.name`` (ConfigError listing the names if unknown)."""
     if cfg.name not in PROBLEMS:
@@ -225,7 +255,7 @@ def local_l1(cfg: ProblemConfig, evaluate: str) -> float | None:
     ConfigError
         ``l1 = "auto"`` with ``evaluate`` other than "reference".
     """
-    if cfg.name == POLYNOMIAL:
+    if cfg.name == POLYNOMIAL or is_aggregative(cfg.name):
         return None
     l1 = configured_l1(cfg)
     if l1 != AUTO:

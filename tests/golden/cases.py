@@ -16,6 +16,7 @@ EXPERIMENTS = (
     "gade2017-logistic-rss-nb",
     "gauthier2024-elastic-net", "gauthier2024-lad", "gauthier2024-ridge",
     "token-admm-elastic-net",
+    "ldp-aggregative-quadratic",
 )
 
 #: registered algorithms no packaged experiment runs, and variants worth pinning
@@ -34,6 +35,15 @@ VARIANTS = {
                                       "algorithm.eta=0.1"]),
     "dgd-fused-box": ("dgd-ridge", ["algorithm.gradient_at=fused", "algorithm.box=1",
                                     "algorithm.init=uniform"]),
+    "aggregative-gt": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-gt",
+                                                     "algorithm.constant_weight=0.3",
+                                                     "algorithm.alpha0=0.5"]),
+    "aggregative-pat": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-pat",
+                                                      "algorithm.constant_weight=0.3"]),
+    "pdop-aggregative": ("ldp-aggregative-quadratic", ["algorithm.name=pdop-aggregative",
+                                                       "algorithm.constant_weight=0.3"]),
+    "tvs-aggregative": ("ldp-aggregative-quadratic", ["algorithm.name=tvs-aggregative",
+                                                      "algorithm.constant_weight=0.3"]),
 }
 
 

@@ -1,0 +1,123 @@
+"""Aggregative problems: what one agent of ``min_x sum_i f_i(x_i, g(x))`` knows.
+
+Chen & Wang (2025), eq. (1)::
+
+    min_{x in Omega} F(x) = sum_{i=1}^m f_i(x_i, g(x)),     g(x) = (1/m) sum_i g_i(x_i)
+
+Agent i owns its block x_i (length n_i, public) and knows f_i and g_i only through samples:
+the empirical functions f_i^t and g_i^t average over the whole history of samples drawn so
+far, each distinct sample weighted by how often it was drawn (notes 7 item 7), so an
+iteration's cost does not grow with t beyond the number of distinct samples.
+
+:class:`AggregativeObjective` is the contract an aggregative method (``ldp-aggregative``
+and its baselines) computes against; :data:`AGGREGATIVE_PROBLEMS` names the builders,
+``builder(options, rank, n_agents, seed) -> AggregativeObjective``, where ``options`` is
+the ``[problem.options]`` table of the configuration and the builder makes the agent's
+sampling stream from ``(seed, rank)`` (:func:`~mpi_privopt.problems.sampling.sampling_rng`).
+
+Members with a default (not required of an implementation; callers use
+:func:`reference_share` and :func:`use_reference`, which fall back to them):
+
+``reference_share()``
+    What this agent contributes to a centralised reference in simulation
+    (``run.evaluate = "reference"``); None: the problem has no closed-form reference.
+``use_reference(shares)``
+    Every agent's share, in agent order; the problem computes its reference (e.g. the
+    closed-form x*) for its evaluator, and may keep it as ``reference`` (a
+    :class:`~mpi_privopt.problems.reference.ReferenceSolution`, stored in models.npz).
+``record_trackers(x_i, ytilde, ztilde)``
+    Called by the method after each update with the point x_i^t its estimates were made
+    at and its estimates of g(x^t) and (1/m) sum_j grad_y f_j (for the evaluator's
+    tracking diagnostics, notes 6.3); absent: no diagnostics.
+``initial_blocks(n_agents)``
+    Every agent's x_j^0, when they are public (data-independent, seeded by ``(seed, j)``):
+    the methods then start every agent's stacked estimate at the same point (notes 7 item
+    10); without it, the own block starts at ``initial_block()`` and the others at 0
+    (:func:`~mpi_privopt.algorithms.aggregative_parts.initial_stack`).
+
+No MPI here: the set-up gathers the shares (:mod:`mpi_privopt.problem_setup`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from .metrics import Evaluator
+
+__all__ = ["AggregativeObjective", "AGGREGATIVE_PROBLEMS", "AggregativeBuilder",
+           "is_aggregative", "reference_share", "use_reference"]
+
+
+class AggregativeObjective(Protocol):
+    """Agent i's f_i(x_i, y) and g_i(x_i), known only through samples; the empirical
+    functions average over the whole history of samples drawn (count weights, notes 7 item 7)."""
+
+    block_size: int        # n_i, length of x_i (public)
+    aggregate_size: int    # r
+
+    def observe(self, count: int = 1, *, fresh: bool = False) -> None:
+        """Draw `count` samples i.i.d. with replacement from the agent's own sampling stream
+        and add them to the history; fresh=True: the functions cover only these ([51])."""
+        ...
+
+    def aggregate(self, x_i: np.ndarray) -> np.ndarray:               # g_i^t(x_i), shape (r,)
+        ...
+
+    def aggregate_vjp(self, x_i: np.ndarray, z: np.ndarray) -> np.ndarray:  # nabla g_i^t(x_i) z, (n_i,)
+        ...
+
+    def grad_x(self, x_i: np.ndarray, y: np.ndarray) -> np.ndarray:   # nabla_x f_i^t(x_i, y), (n_i,)
+        ...
+
+    def grad_y(self, x_i: np.ndarray, y: np.ndarray) -> np.ndarray:   # nabla_y f_i^t(x_i, y), (r,)
+        ...
+
+    def initial_block(self) -> np.ndarray:                             # x_i^0 (notes 7 item 10), seeded
+        ...
+
+    def evaluator(self, mode: str) -> Evaluator | None:                # problems/metrics.py contract
+        ...
+
+
+#: ``builder(options, rank, n_agents, seed)``: agent ``rank``'s objective
+AggregativeBuilder = Callable[[Mapping[str, object], int, int, int], AggregativeObjective]
+
+
+def reference_share(objective: AggregativeObjective) -> object | None:
+    """The objective's ``reference_share()`` if it has one, else None (no reference)."""
+    share = getattr(objective, "reference_share", None)
+    return None if share is None else share()
+
+
+def use_reference(objective: AggregativeObjective, shares: Sequence[object]) -> None:
+    """Hand every agent's share to the objective's ``use_reference`` if it has one."""
+    use = getattr(objective, "use_reference", None)
+    if use is not None:
+        use(list(shares))
+
+
+def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
+               seed: int) -> AggregativeObjective:
+    from .aggregative_quadratic import build_quadratic  # the instance imports this module
+    return build_quadratic(options, rank, n_agents, seed)
+
+
+def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
+                  seed: int) -> AggregativeObjective:
+    # imported when asked for: the image data sets and models are not needed otherwise
+    from .personalised import build_personalised
+    return build_personalised(options, rank, n_agents, seed)
+
+
+#: the named aggregative problems (``[problem] name``), each a builder
+AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
+    "aggregative-quadratic": _quadratic,
+    "personalised": _personalised,  # Chen & Wang 2025, eq. (22): docs/datasets.md
+}
+
+
+def is_aggregative(name: str) -> bool:
+    """Whether ``[problem] name`` is an aggregative problem."""
+    return name in AGGREGATIVE_PROBLEMS
