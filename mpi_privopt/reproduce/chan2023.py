@@ -107,7 +107,7 @@ def _observer_matrices(runs: list[distributed.Run], out: Path) -> dict:
     local_eps = zcdp_to_eps_tight(local, distributed.DP_DELTA)
     result = {"local_rho": local, "local_epsilon": local_eps}
     for run in runs:
-        schedule = run.key.split("/")[1].split("-")[0]
+        schedule = run.schedule
         obs = distributed.observers(run_dir(out, run))
         K = obs["rho"].shape[0]
         closed = None

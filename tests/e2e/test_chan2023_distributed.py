@@ -41,7 +41,7 @@ def out(tmp_path_factory):
 
 def test_observer_csvs_equal_the_runs_privacy_json(out):
     for run in distributed.matrix_runs(K):
-        schedule = run.key.split("/")[1].split("-")[0]
+        schedule = run.schedule
         assert (out / f"observers_{schedule}.png").stat().st_size > 1000
         section = json.loads((out / "runs" / run.key / "privacy.json").read_text())["observers"]
         table = rows(out / f"observers_{schedule}.csv")
@@ -83,6 +83,11 @@ def test_utility_against_epsilon(out):
             distributed.sigma_for_epsilon(float(r["target_local_epsilon"])), rel=1e-5)
         # the worst entry is never below local: the observer next to the owner gets k = 0
         assert float(r["worst_entry_epsilon_max"]) >= float(r["local_epsilon"]) * (1 - 1e-5)
+    # the gap is scored on agent 0's released token: every agent holds the same one
+    for run in distributed.utility_runs(runs=1):
+        tokens = [np.load(p)["w"] for p in sorted((out / "runs" / run.key).glob("models-*"))]
+        assert len(tokens) == distributed.UTILITY_RANKS
+        assert all(np.array_equal(t, tokens[0]) for t in tokens)
     gaps = [float(r["mean_gap"]) for r in table]
     # more noise, worse utility, across a factor 1000 in epsilon
     assert gaps[0] > 100 * gaps[-1]

@@ -3,8 +3,8 @@ against epsilon at noise levels that give real privacy (issue 13, part 6).
 
 Every run is a real ``mpiexec`` job of the packaged experiment ``token-admm-elastic-net``
 (the paper's instance: r = 0.5, beta = 0.9, eta = 1.753086, clip 4 so Delta = 8, the convex
-bound) with ``--set`` overrides, launched in batches by :func:`mpi_privopt.reproduce.launch`
-(one job per rank count):
+bound) with ``--set`` overrides, launched by :func:`mpi_privopt.reproduce.launch` in batches
+of :data:`BATCH_RUNS` runs per mpiexec job (one rank count per job):
 
 * ``ring``: 24 ranks on a ring graph, ``schedule = "ring"``, :data:`RING_PASSES` x 24
   iterations (each agent uses 3 of its about 41 records, one per pass);
@@ -126,6 +126,7 @@ class Run:
     key: str
     overrides: list[str]
     ranks: int
+    schedule: str = "sample"
     config: str = EXPERIMENT
     epsilon: float = MATRIX_EPSILON
     seed: int = 0
@@ -144,7 +145,7 @@ def matrix_runs(ranks: int = MATRIX_RANKS, passes: int = RING_PASSES) -> list[Ru
     tag = f"K{ranks}-sigma{sigma:.9g}"
     return [Run(f"observers/ring-{tag}", [*graph, "algorithm.schedule=ring",
                                              f"run.iterations={passes * ranks}",
-                                             *_common(sigma, 0, "ring")], ranks),
+                                             *_common(sigma, 0, "ring")], ranks, "ring"),
             Run(f"observers/sample-{tag}", [*graph, "algorithm.schedule=sample",
                                                f"run.iterations={ITERATIONS}",
                                                *_common(sigma, 0, "sample")], ranks)]
@@ -156,8 +157,9 @@ def utility_runs(epsilons=TARGET_EPSILONS, runs: int = UTILITY_RUNS,
     out = []
     for eps in epsilons:
         sigma = sigma_for_epsilon(eps)
-        out += [Run(f"utility/K{ranks}/eps{eps:g}-sigma{sigma:.9g}/seed{s}", _common(sigma, s, "utility"),
-                    ranks, epsilon=eps, seed=s) for s in range(runs)]
+        out += [Run(f"utility/K{ranks}/eps{eps:g}-sigma{sigma:.9g}/seed{s}",
+                    _common(sigma, s, "utility"), ranks, epsilon=eps, seed=s)
+                for s in range(runs)]
     return out
 
 
