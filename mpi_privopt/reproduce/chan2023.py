@@ -164,9 +164,8 @@ def _utility(runs: list[distributed.Run], out: Path) -> list[dict]:
     return rows
 
 
-def run_distributed(args, out: Path) -> dict:
+def run_distributed(args, out: Path, mpiexec: str) -> dict:
     """The --distributed part: launch the runs, then the figures from their outputs."""
-    mpiexec = find_mpiexec(args.mpiexec, "chan2023")
     matrix = distributed.matrix_runs(args.matrix_ranks)
     utility = distributed.utility_runs(runs=args.utility_runs)
     tick = time.perf_counter()
@@ -193,6 +192,8 @@ def main(argv: list[str]) -> int:
     if args.utility_runs < 1:
         raise ConfigError(f"--utility-runs {args.utility_runs} must be 1 or more",
                           f"give --utility-runs N (default {distributed.UTILITY_RUNS})")
+    # refused before the single-process part runs, not after it
+    mpiexec = find_mpiexec(args.mpiexec, "chan2023") if args.distributed else None
     out = _output_dir(args.out)
     start = time.perf_counter()
     log(f"chan2023: {args.runs} runs x {ITERATIONS} iterations per setting, modes "
@@ -226,7 +227,7 @@ def main(argv: list[str]) -> int:
     summary["privacy_curve_at_k"] = [r for r in curve if r["k"] in (0, 2, 20, 100, 200)]
     summary["privacy"] = privacy
     if args.distributed:
-        summary["distributed"] = run_distributed(args, out)
+        summary["distributed"] = run_distributed(args, out, mpiexec)
     summary["seconds"] = time.perf_counter() - start
     write_json(out / "summary.json", summary)
     log(f"done in {summary['seconds']:.1f} s: tables, figures and CSVs in {out}")
