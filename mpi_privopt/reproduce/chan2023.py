@@ -1,6 +1,6 @@
 """Reproduction of Chan, Xie & Zhao 2023 (privacy amplification by iteration for ADMM), Sec. 10.
 
-``python -m mpi_privopt reproduce chan2023 [--runs 100] [--out DIR] [--seed 0]``
+``python -m mpi_privopt reproduce chan2023 [--runs 100] [--out DIR] [--seed 0] [--distributed]``
 
 Single process, numpy only, seconds: the paper's experiments are one sequential chain of noisy
 gradient ADMM iterations on one data set, repeated ``--runs`` times (notes section 4). It is
@@ -22,6 +22,13 @@ local zCDP against the iterations since a record's use, convex and nominal stron
 variants); ``summary.json`` (settings, seeds, references, plateaus,
 comparison with the printed tables). The deviations from the paper are documented in
 docs/reproductions/chan2023.md.
+
+``--distributed`` adds what needs the distributed token method (about 1-2 minutes on two
+cores; :mod:`._chan2023.distributed`): ``observers_ring.png`` and ``observers_sample.png``,
+the observer matrices of a 24-rank ring run and of the paper's ``sample`` schedule (CSV: one
+row per entry; the ring's with the closed-form ratio beside it), ``observers_ring_distance.csv``
+and ``utility_epsilon.png`` (final gap against the local epsilon of one iteration, with the
+observer-matrix entries of the same runs).
 """
 from __future__ import annotations
 
@@ -30,13 +37,16 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConfigError
+from ..privacy.conversions import zcdp_to_eps_tight
 from ..results import write_json
-from . import log, write_csv
-from ._chan2023 import figures
-from ._chan2023.replay import MODES, Setting, lfrak_study, sigma_study
+from . import find_mpiexec, launch, log, run_dir, worker, write_csv
+from ._chan2023 import distributed, figures, observer_figures
+from ._chan2023.replay import MODES, Instance, Setting, lfrak_study, sigma_study
 from ._chan2023.settings import (CLIP, ITERATIONS, NOTEBOOK_ETA_OVERRIDE, PAPER_SIGMA, PENALTY,
-                                 RUNS, SIGMAS)
+                                 RUNS, SIGMA_CASE, SIGMAS, X0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the corrected mode's generators (replay mode always uses the "
                         "notebook's default_rng(0))")
+    p.add_argument("--distributed", action="store_true",
+                   help="also run the token method under mpiexec: observer matrices of a "
+                        "ring and of the sample schedule, utility against epsilon")
+    p.add_argument("--matrix-ranks", type=int, default=distributed.MATRIX_RANKS,
+                   help="ranks of the observer-matrix runs (ring graph; default "
+                        f"{distributed.MATRIX_RANKS})")
+    p.add_argument("--utility-runs", type=int, default=distributed.UTILITY_RUNS,
+                   help="seeds per epsilon of the utility runs (default "
+                        f"{distributed.UTILITY_RUNS})")
+    p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
 
 
@@ -71,11 +92,108 @@ def _summary_of(settings: list[Setting]) -> list[dict]:
             for s in settings]
 
 
+def _launch(runs: list[distributed.Run], out: Path, mpiexec: str) -> None:
+    """Every run not yet done, one mpiexec job per rank count (batches share a job)."""
+    for ranks in sorted({r.ranks for r in runs}):
+        launch([r for r in runs if r.ranks == ranks], out, mpiexec, ranks=ranks,
+               module=__name__, batch_size=distributed.BATCH_RUNS,
+               progress="  batch {batch}/{batches}: {runs} runs on {ranks} ranks in "
+                        "{seconds:.0f} s ({done}/{total} done)")
+
+
+def _observer_matrices(runs: list[distributed.Run], out: Path) -> dict:
+    """The ring's and the sample schedule's observer matrices: heatmaps, CSVs, summary."""
+    local = distributed.local(distributed.sigma_for_epsilon(distributed.MATRIX_EPSILON))
+    local_eps = zcdp_to_eps_tight(local, distributed.DP_DELTA)
+    result = {"local_rho": local, "local_epsilon": local_eps}
+    for run in runs:
+        schedule = run.schedule
+        obs = distributed.observers(run_dir(out, run))
+        K = obs["rho"].shape[0]
+        closed = None
+        if schedule == "ring":
+            iterations = distributed.RING_PASSES * K
+            closed = distributed.ring_ratio_matrix(K, iterations, distributed.constants())
+            rows = observer_figures.ring_rows_by_distance(closed)
+            write_csv(out / "observers_ring_distance.csv", rows)
+            result["ring_by_distance"] = rows
+            result["ring_closed_form_max_abs_difference"] = float(
+                np.nanmax(np.abs(obs["rho"] / local - closed)))
+            what = f"ring schedule, {iterations} iterations ({distributed.RING_PASSES} passes)"
+        else:
+            what = f"sample schedule (the paper's), {ITERATIONS} iterations"
+        p = distributed.experiment()
+        observer_figures.heatmap(
+            obs, out / f"observers_{schedule}.png",
+            observer_figures.matrix_rows(obs, local, closed),
+            f"Observer matrix of token-admm, {K} ranks on a ring graph,\n{what};\n"
+            f"r = 0.5, eta = {p.eta:g}, beta = {p.beta:g}, Delta = {distributed.radius():g}, "
+            f"sigma = {distributed.sigma_for_epsilon(distributed.MATRIX_EPSILON):.4g}, "
+            f"{p.bound} bound", local_eps)
+        result[schedule] = observer_figures.matrix_summary(obs, local)
+        log(f"  observers, {schedule}: {result[schedule]['amplified_entries']} of "
+            f"{result[schedule]['entries']} entries amplified, smallest "
+            f"{result[schedule]['smallest_ratio']:.3f} x local, worst epsilon "
+            f"{result[schedule]['worst_epsilon']:.4g}")
+    return result
+
+
+def _utility(runs: list[distributed.Run], out: Path) -> list[dict]:
+    """Final gap of every utility run against its local epsilon, figure and CSV."""
+    inst = Instance(SIGMA_CASE)
+    optimum = inst.optimum()
+    results = []
+    for run in runs:
+        sigma = distributed.sigma_for_epsilon(run.epsilon)
+        path = run_dir(out, run)
+        results.append({"epsilon": run.epsilon, "seed": run.seed, "sigma": sigma,
+                        "local_rho": distributed.local(sigma),
+                        "gap": inst.objective(distributed.released_token(path)) - optimum,
+                        "observers": distributed.observers(path)})
+    rows = observer_figures.utility_rows(results)
+    start = inst.objective(np.full(inst.n_features, X0)) - optimum
+    rows = [{**r, "initial_gap": start} for r in rows]
+    observer_figures.utility_figure(
+        rows, results, out / "utility_epsilon.png",
+        f"Utility against epsilon: token-admm-elastic-net ({runs[0].ranks} ranks, sample "
+        f"schedule,\n{ITERATIONS} iterations, Delta = {distributed.radius():g}, sigma from the "
+        "target local epsilon)")
+    for r in rows:
+        log(f"  local epsilon {r['local_epsilon']:.3g} (sigma {r['sigma']:.4g}): mean gap "
+            f"{r['mean_gap']:.4g}, worst observer entry up to {r['worst_entry_epsilon_max']:.4g}")
+    return rows
+
+
+def run_distributed(args, out: Path, mpiexec: str) -> dict:
+    """The --distributed part: launch the runs, then the figures from their outputs."""
+    matrix = distributed.matrix_runs(args.matrix_ranks)
+    utility = distributed.utility_runs(runs=args.utility_runs)
+    tick = time.perf_counter()
+    log(f"distributed: {len(matrix)} observer-matrix runs on {args.matrix_ranks} ranks, "
+        f"{len(utility)} utility runs on {distributed.UTILITY_RANKS} ranks")
+    _launch(matrix + utility, out, mpiexec)
+    return {"observers": _observer_matrices(matrix, out), "utility": _utility(utility, out),
+            "matrix_ranks": args.matrix_ranks, "ring_passes": distributed.RING_PASSES,
+            "utility_ranks": distributed.UTILITY_RANKS, "utility_runs": args.utility_runs,
+            "dp_delta": distributed.DP_DELTA, "conversion": distributed.CONVERSION,
+            "seconds": time.perf_counter() - tick}
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
     if args.runs < 2:
         raise ConfigError(f"--runs {args.runs}: the tests compare samples of runs",
                           "give --runs 2 or more (the paper: 100)")
+    if args.matrix_ranks < 3:
+        raise ConfigError(f"--matrix-ranks {args.matrix_ranks}: a ring needs 3 or more ranks",
+                          f"give --matrix-ranks 3 or more (default {distributed.MATRIX_RANKS})")
+    if args.utility_runs < 1:
+        raise ConfigError(f"--utility-runs {args.utility_runs} must be 1 or more",
+                          f"give --utility-runs N (default {distributed.UTILITY_RUNS})")
+    # refused before the single-process part runs, not after it
+    mpiexec = find_mpiexec(args.mpiexec, "chan2023") if args.distributed else None
     out = _output_dir(args.out)
     start = time.perf_counter()
     log(f"chan2023: {args.runs} runs x {ITERATIONS} iterations per setting, modes "
@@ -108,6 +226,8 @@ def main(argv: list[str]) -> int:
     curve = figures.privacy_curve(out, CLIP, PAPER_SIGMA)
     summary["privacy_curve_at_k"] = [r for r in curve if r["k"] in (0, 2, 20, 100, 200)]
     summary["privacy"] = privacy
+    if args.distributed:
+        summary["distributed"] = run_distributed(args, out, mpiexec)
     summary["seconds"] = time.perf_counter() - start
     write_json(out / "summary.json", summary)
     log(f"done in {summary['seconds']:.1f} s: tables, figures and CSVs in {out}")
