@@ -39,6 +39,16 @@ def cmd_run(args) -> int:
     result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
+    from mpi4py import MPI
+    status = MPI.COMM_WORLD.bcast(result.summary.status if result is not None else None)
+    if status == "diverged":
+        # finished (run.on_divergence = "record"), but never a success
+        if result is not None:
+            print(f"mpi_privopt: the run diverged at iteration "
+                  f"{result.summary.diverged_at_iteration} (agents "
+                  f"{', '.join(map(str, result.summary.diverged_agents))}); its results are "
+                  f"in {result.run_dir}", file=sys.stderr, flush=True)
+        return 3
     return 0
 
 

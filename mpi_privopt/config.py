@@ -78,6 +78,7 @@ class RunConfig:
     eval_every: int = 1
     seed: int = 0
     progress_every: int = 0  # 0: about ten progress lines per run
+    on_divergence: str = "stop"  # or "record": go on, the summary says "diverged"
     name: str = ""
     evaluate: str = "reference"
 
@@ -283,6 +284,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
     from .algorithms import ALGORITHMS
     from .privacy.noise import NOISE_MODES
+    from .divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
     from .problems.aggregative import is_aggregative
     from .problems.config import local_l1
@@ -325,6 +327,10 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",
                           "use 0 for about ten progress lines")
+    if run.on_divergence not in DIVERGENCE_MODES:
+        raise ConfigError(f"run.on_divergence = {run.on_divergence!r} is unknown",
+                          'use "stop" (end the run at the first diverged iterate) or "record" '
+                          '(finish it; the summary says "diverged" and the exit status is 3)')
     if run.evaluate not in EVALUATE_MODES:
         raise ConfigError(f"run.evaluate = {run.evaluate!r} is unknown",
                           'use "reference" (simulation), "local" (each agent evaluates '

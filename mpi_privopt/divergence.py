@@ -19,7 +19,12 @@ import numpy as np
 
 from .errors import UserError
 
-__all__ = ["DIVERGENCE_FACTOR", "Diverged", "DivergenceGuard", "NoiseWatch"]
+__all__ = ["DIVERGENCE_FACTOR", "DIVERGENCE_MODES", "Diverged", "DivergenceGuard", "NoiseWatch"]
+
+#: ``run.on_divergence``: stop the run at the first diverged iterate, or finish it and
+#: record the divergence in the summary (for studying a method known to diverge, such as
+#: a tracking baseline under noise)
+DIVERGENCE_MODES = ("stop", "record")
 
 #: how far beyond its starting size an iterate may grow before the run is stopped
 DIVERGENCE_FACTOR = 1e6
@@ -49,15 +54,23 @@ class DivergenceGuard:
     """Checks one agent's iterate after every iteration (see the module docstring)."""
 
     def __init__(self, initial: np.ndarray, noise: NoiseWatch | None = None,
-                 factor: float = DIVERGENCE_FACTOR) -> None:
+                 factor: float = DIVERGENCE_FACTOR, mode: str = "stop") -> None:
         self.scale = max(float(np.linalg.norm(initial)), 1.0)
         self.limit = factor * self.scale
         self.noise = noise
+        self.mode = mode
+        #: the first iteration at which the iterate diverged (record mode), else None
+        self.first: int | None = None
 
     def check(self, w: np.ndarray, iteration: int) -> None:
-        """Raise :class:`Diverged` if ``w`` is not finite or larger than the limit."""
+        """Raise :class:`Diverged` if ``w`` is not finite or larger than the limit (in
+        record mode remember the first such iteration instead)."""
         norm = float(np.linalg.norm(w))
         if norm <= self.limit:  # also False for nan: checked below
+            return
+        if self.mode == "record":
+            if self.first is None:
+                self.first = iteration
             return
         what = (f"the iterate is not finite at iteration {iteration}"
                 if not math.isfinite(norm) else

@@ -136,6 +136,7 @@ class Session:
     metrics: list[Evaluation] = field(default_factory=list)
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
+    diverged: list | None = None
 
     @property
     def rank(self) -> int:
@@ -233,7 +234,8 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
         on_setup(agent, algorithm)
     noise_watch = NoiseWatch()
     net.add_listener(noise_watch)
-    divergence = DivergenceGuard(np.array(algorithm.estimate, dtype=float), noise_watch)
+    divergence = DivergenceGuard(np.array(algorithm.estimate, dtype=float), noise_watch,
+                                 mode=cfg.run.on_divergence)
 
     monitor = Monitor(eval_comm, problem.evaluator, mode)
     directory = None
@@ -326,6 +328,8 @@ def finish(s: Session) -> RunResult | None:
     comm_seconds = s.eval_comm.gather(meter.total_seconds(), root=0)
     receive_seconds = s.eval_comm.gather(sum(meter.receive_seconds.values()), root=0)
     ledgers = s.eval_comm.gather(s.ledger.to_dict(), root=0)
+    # run.on_divergence = "record": the iteration each agent first diverged (an int or None)
+    s.diverged = s.eval_comm.gather(s.divergence.first, root=0)
     s.net.free()
     if not s.root:
         return None
@@ -398,6 +402,11 @@ def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]
         algorithm_report=s.algorithm.report() or None,
         worst_observer_entry=(privacy.get("observers") or {}).get("worst"),
     )
+    diverged = {k: n for k, n in enumerate(s.diverged or []) if n is not None}
+    if diverged:
+        summary.status = "diverged"
+        summary.diverged_at_iteration = min(diverged.values())
+        summary.diverged_agents = sorted(diverged)
     if not algorithm_cls.private:
         summary.privacy_note = (
             "; ".join(privacy["notes"]) + " (no differential-privacy guarantee: each link's "

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 #: the summary keys written only when they have a value
-OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry")
+OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry",
+            "diverged_at_iteration", "diverged_agents")
 
 
 @dataclass
@@ -64,6 +65,10 @@ class RunSummary:
     privacy_note: str | None = None
     #: a token method: the worst entry (observer, owner, epsilon, rho) of the observer matrix
     worst_observer_entry: dict[str, Any] | None = None
+    #: "completed", or "diverged" (run.on_divergence = "record" let a diverged run finish)
+    status: str = "completed"
+    diverged_at_iteration: int | None = None
+    diverged_agents: list[int] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The value of summary.json key ``key`` (KeyError if the run has none)."""
@@ -143,6 +148,10 @@ def format_summary(s: RunSummary) -> str:
                                   f"(max {s.comm_seconds_max:.3f} s)"),
         ("bytes sent", f"{_human_bytes(s.bytes_total)} in total, "
                        f"{_human_bytes(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
+        *([("status", f"DIVERGED at iteration {s.diverged_at_iteration} (agents "
+                      f"{', '.join(map(str, s.diverged_agents or []))}); the run went on "
+                      "because run.on_divergence = \"record\"")]
+          if s.status == "diverged" else []),
         ("privacy", _privacy_line(s)),
         *([("observer matrix", _observer_line(s.worst_observer_entry))]
           if s.worst_observer_entry else []),

@@ -31,3 +31,11 @@ def test_the_cause_is_the_noise_when_its_scale_is_beyond_the_limit():
     watch.on_release(Release(np.zeros(1), GaussianEvent(1.0, 0.1)), (1,), "w", 2)
     with pytest.raises(Diverged, match="step size too large"):
         guard.check(np.array([3e108]), 2)
+
+
+def test_record_mode_remembers_the_first_divergence_and_goes_on():
+    guard = DivergenceGuard(np.ones(2), mode="record")
+    guard.check(np.ones(2), 1)
+    guard.check(np.full(2, np.inf), 5)
+    guard.check(np.full(2, 1e300), 6)
+    assert guard.first == 5
