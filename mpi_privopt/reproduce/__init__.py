@@ -27,7 +27,10 @@ log = functools.partial(print, flush=True)
 
 def find_mpiexec(given: str | None, name: str) -> str:
     """The mpiexec a reproduction launches its runs with: ``given``, else the one on PATH."""
-    mpiexec = given or shutil.which("mpiexec")
+    # the mpiexec beside this interpreter first: the one of the MPI its mpi4py loaded (the
+    # mpich extra's), not whichever mpiexec comes first on PATH (a system Open MPI, say)
+    beside = Path(sys.executable).parent / "mpiexec"
+    mpiexec = given or (str(beside) if beside.is_file() else shutil.which("mpiexec"))
     if mpiexec is None:
         raise ConfigError(f"reproduce {name}: no mpiexec on PATH",
                           "install the mpich extra (pip install 'mpi_privopt[mpich]'), load "
@@ -40,7 +43,7 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
 
     Starting K Python processes costs more than a short run, so a reproduction hands a
     batch of runs to one job whose ranks loop over them. Returns the job's seconds; raises
-    RuntimeError with the end of its stderr if it fails.
+    ConfigError (one message, no traceback) with the end of its stderr if it fails.
     """
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
@@ -51,8 +54,11 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     proc = subprocess.run(cmd, capture_output=True, text=True)
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"mpiexec failed (exit {proc.returncode}) on a batch of "
-                           f"{len(items)} runs of {module}:\n{proc.stderr[-4000:]}")
+        raise ConfigError(f"mpiexec failed (exit {proc.returncode}) on a batch of "
+                          f"{len(items)} runs of {module}; the end of its output:\n"
+                          f"{proc.stderr[-4000:].rstrip()}",
+                          "the output above names the failing run; runs already finished "
+                          "are kept and reused when the command is repeated")
     return time.perf_counter() - tick
 
 
