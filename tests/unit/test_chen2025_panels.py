@@ -80,3 +80,47 @@ def test_block_budget_is_what_the_curve_sums():
     b = BlockBudget(1.0, 1.5, 0.01, 0.5)
     assert sum(b.sensitivity(t) / b.scale(t) for t in range(1, 11)) == pytest.approx(
         b.partial_sum(10), rel=1e-12)
+
+
+def test_bad_sizes_are_refused_before_any_run():
+    from mpi_privopt.errors import ConfigError
+    from mpi_privopt.reproduce import chen2025
+
+    for argv in (["--runs", "0"], ["--iterations", "0"], ["--eval-every", "0"]):
+        with pytest.raises(ConfigError, match="must be >= 1"):
+            chen2025.main(argv)
+
+
+def test_tracker_diagnostics_from_the_agents_files(tmp_path):
+    from mpi_privopt.reproduce._chen2025.diagnostics import TrackerLog, tracker_diagnostics
+
+    class Problem:
+        def __init__(self, g):
+            self.g = g
+
+        def aggregate(self, x):
+            return np.array([self.g])
+
+    class Core:
+        def __init__(self, X, g):
+            self.X, self.problem, self._record = X, Problem(g), None
+
+    class Method:
+        def __init__(self, X, g):
+            self.core = Core(X, g)
+
+    stacks = [np.array([0.0, 2.0]), np.array([2.0, 4.0])]
+    for k, (X, g, y, z) in enumerate(zip(stacks, (1.0, 3.0), (2.5, 1.0), (0.1, -0.3))):
+        log = TrackerLog(every=2)
+        method = Method(X, g)
+        log.attach(None, method)
+        assert method.core._record is log
+        for _ in range(4):   # records iterations 1, 2, 4
+            log(X[:1], np.array([y]), np.array([z]))
+        log.save(tmp_path, k)
+    rows = tracker_diagnostics(tmp_path, 2)
+    assert [r["iteration"] for r in rows] == [1, 2, 4]
+    # xbar = (1, 3): each agent is (1, 1) away; G = 2: |2.5 - 2| and |1 - 2|
+    assert rows[0]["consensus_error"] == pytest.approx(4.0)
+    assert rows[0]["tracking_error"] == pytest.approx(0.75)
+    assert rows[0]["ztilde_size"] == pytest.approx(0.2)

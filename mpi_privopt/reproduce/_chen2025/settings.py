@@ -10,8 +10,8 @@ evaluated (``run.evaluate = "reference"``) every ``eval_every`` iterations. Per 
   and every baseline's sigma divided by 10.
 
 Step scale (notes 7 item 19, docs/datasets.md): the paper's lam_x^0 = 1 diverges with this
-model, so Algorithm 1 uses lam_x^0 = :data:`STEP` of the data set (0.2 on digits, 0.1 on
-colour digits, the largest steps that decrease the centralised noise-free objective). The
+model, so Algorithm 1 uses lam_x^0 = :data:`STEP` of the data set (0.2 on digits, which
+decreases steadily; 0.1 on colour digits, where 0.2 overshoots centrally). The
 tracking baselines [36] and [6] take the same factor on their x-steps (alpha0, alpha) so
 that the comparison is one of structure, not of step size; PDOP and [51] keep their
 schedules of notes 2.8 (lam^0 = 0.1 and 0.05 already).
