@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import finish_figure, pyplot, write_csv
+from .. import finish_figure, pyplot
 from .settings import METHODS
 
 #: the paper's colours where it names them (Fig. 1(a)): [6] green, [36] gray, PDOP yellow,
@@ -96,8 +96,3 @@ def diagnostics(rows: list[dict], path: Path, subtitle: str) -> None:
     # from the second record on: at t = 0 every stacked estimate is the same point (0 error)
     _loss_panels(rows, {"alg1": "Algorithm 1"}, columns, path,
                  f"Algorithm 1 diagnostics, mean +- std over runs\n{subtitle}", first=2)
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    """A CSV without a figure."""
-    write_csv(path, rows)
