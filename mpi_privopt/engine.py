@@ -341,7 +341,8 @@ def finish(s: Session) -> RunResult | None:
     s.directory.write_traffic(traffic, receive_seconds)
     s.directory.write_privacy(privacy)
     if final_models is not None:
-        s.directory.write_models(final_models, reference.w)
+        # a problem without a closed-form reference (e.g. personalised) has no w_c to save
+        s.directory.write_models(final_models, None if reference is None else reference.w)
     s.directory.write_summary(summary)
     s.directory.close()
     _print(s.stream, format_summary(summary))

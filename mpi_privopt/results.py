@@ -192,8 +192,9 @@ class RunDirectory:
     def write_privacy(self, report: dict) -> None:
         write_json(self.path / "privacy.json", report)
 
-    def write_models(self, W: np.ndarray, w_c: np.ndarray) -> None:
-        np.savez(self.path / "models.npz", W=W, w_c=w_c)
+    def write_models(self, W: np.ndarray, w_c: np.ndarray | None) -> None:
+        # w_c only when the problem has a reference solution (no object arrays in the file)
+        np.savez(self.path / "models.npz", W=W, **({} if w_c is None else {"w_c": w_c}))
 
     def write_summary(self, summary: RunSummary) -> None:
         write_json(self.path / "summary.json", summary.to_dict())

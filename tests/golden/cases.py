@@ -16,7 +16,7 @@ EXPERIMENTS = (
     "gade2017-logistic-rss-nb",
     "gauthier2024-elastic-net", "gauthier2024-lad", "gauthier2024-ridge",
     "token-admm-elastic-net",
-    "ldp-aggregative-quadratic",
+    "ldp-aggregative-quadratic", "ldp-aggregative-digits",
 )
 
 #: registered algorithms no packaged experiment runs, and variants worth pinning

@@ -1,0 +1,63 @@
+"""``reproduce chen2025`` at tiny size (1 run, 20 iterations): 16 real mpiexec runs of 5
+ranks, every panel's PNG and CSV, the budget curves equal to the runs' ledgers, the
+diagnostics present, the lambda_pen = 10 run recorded as diverged (lam_x0 = 0.2 is too large
+for that penalty). About 30 s on two cores: marked slow.
+"""
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("matplotlib", reason="reproduce chen2025 needs matplotlib")
+if shutil.which("mpiexec") is None:
+    pytest.skip("needs mpiexec on PATH", allow_module_level=True)
+
+
+def rows(path):
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chen2025")
+    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "reproduce", "chen2025",
+                           "--runs", "1", "--iterations", "20", "--eval-every", "10",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out / "digits"
+
+
+def test_every_panel_has_its_png_and_csv(out):
+    for name in ("panel_a", "panel_b", "panel_c", "panel_d", "diagnostics"):
+        assert (out / f"{name}.png").stat().st_size > 0
+        assert rows(out / f"{name}.csv")
+
+
+def test_panel_a_has_every_method_at_every_evaluation(out):
+    a = rows(out / "panel_a.csv")
+    methods = {r["curve"] for r in a}
+    assert methods == {"alg1", "alg1-noise-off", "gt36", "pat6", "pdop26", "tvs51"}
+    assert {r["iteration"] for r in a} == {"0", "10", "20"}
+    alg1 = {r["iteration"]: float(r["objective_mean"]) for r in a if r["curve"] == "alg1"}
+    assert alg1["20"] < alg1["0"]   # Algorithm 1 decreases the penalised objective
+
+
+def test_budget_totals_equal_the_ledgers(out):
+    totals = json.loads((out / "summary.json").read_text())["budget_agent1_nominal"]
+    assert totals["alg1-noise-off"]["epsilon_T"].startswith("unbounded")
+    for method in ("alg1", "gt36", "pat6", "pdop26", "tvs51"):
+        assert totals[method]["epsilon_T"] == pytest.approx(totals[method]["ledger_epsilon_T"],
+                                                            rel=1e-9)
+
+
+def test_diagnostics_and_divergence_are_recorded(out):
+    diag = rows(out / "diagnostics.csv")
+    assert {r["iteration"] for r in diag} == {"1", "10", "20"}
+    assert all(float(r["consensus_error_mean"]) >= 0 for r in diag)
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["diverged"]) == ["digits/T20-e10/d/lambda10/seed0"]
