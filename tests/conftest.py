@@ -1,7 +1,12 @@
 """Fixtures shared by the unit and the MPI tests."""
 import contextlib
+import sys
+from pathlib import Path
 
 import pytest
+
+# Shared helpers (launch_util: how a test starts a child mpiexec) import as top-level modules.
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 class MPI3Comm:
