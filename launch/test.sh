@@ -10,8 +10,10 @@ cd "$here"
 # --oversubscribe. The wheel's MPICH needs no flag.
 set_mpiexec_flags "$(command -v mpiexec)" oversubscribe
 
-echo "== unit and end-to-end tests (one process; end-to-end tests launch mpiexec themselves)"
-python -m pytest -q -p no:cacheprovider tests/unit tests/e2e "$@"
+# tests/cluster brings up a single-node Slurm (about a minute; it skips with the reason
+# without root or apt-get); -m "not cluster" leaves it out.
+echo "== unit, end-to-end and cluster tests (one process; they launch mpiexec themselves)"
+python -m pytest -q -p no:cacheprovider tests/unit tests/e2e tests/cluster "$@"
 
 logs=$(mktemp -d)
 for ranks in ${MPI_TEST_RANKS:-2 3 5 8}; do
