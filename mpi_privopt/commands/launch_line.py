@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -24,10 +25,43 @@ from collections.abc import Mapping, Sequence
 
 from .doctor import launcher_family, vendor_family
 
+#: what a launcher sets for one process of its job, by prefix (hydra/PMI, PMIx, Open MPI)
+_JOB_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCAL")
+#: names under those prefixes that the user sets and a child keeps (Open MPI refuses root
+#: without the first; the second are the user's MCA settings)
+_USER_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_")
+#: Open MPI's own per-job MCA settings (its launcher sets them in every rank)
+_JOB_MCA = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
+            "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_oversubscribe",
+            "OMPI_MCA_mpi_yield_when_idle")
+#: single names: hydra's, and the task counts and numbers the entry point reads (Slurm's)
+_JOB_NAMES = ("MPIR_CVAR_CH3_INTERFACE_HOSTNAME", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID")
+
 #: the srun --mpi= plugin of each MPI family (MPICH's PMI-2 client; Open MPI's PMIx)
 SRUN_PLUGINS = {"MPICH": "pmi2", "Intel MPI": "pmi2", "Open MPI": "pmix"}
 #: seconds Open MPI's launcher waits after forwarding SIGTERM, unless the user says
 SIGKILL_TIMEOUT = 30
+
+
+def set_by_launcher(name: str) -> bool:
+    """Whether an environment variable belongs to the job this process runs in (its
+    launcher set it), rather than to the user."""
+    if name in _JOB_NAMES or name.startswith(_JOB_MCA):
+        return True
+    return name.startswith(_JOB_PREFIXES) and not name.startswith(_USER_PREFIXES)
+
+
+def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a new job started from this process: ``environ`` (this
+    process's, as Python saw it at start) without what a launcher set for this process.
+
+    A child ``mpiexec`` that inherits those believes it runs inside a job (Open MPI's then
+    exits 1 without a word), and a one-process command that inherits ``PMI_SIZE=4``
+    refuses as one of K lone copies. Passing the result explicitly also leaves out what an
+    MPI library adds to the C environment when it starts (an Open MPI singleton does).
+    """
+    return {k: v for k, v in (os.environ if environ is None else environ).items()
+            if not set_by_launcher(k)}
 
 
 def library_family() -> str | None:
@@ -71,6 +105,18 @@ def mpiexec_flags(family: str | None, *, oversubscribe: bool,
     return flags
 
 
+@functools.cache
+def launch_flags(mpiexec: str) -> tuple[str, ...]:
+    """What a job that the package starts itself with ``mpiexec`` needs on the command
+    line: more ranks than cores allowed, time to stop on a signal (Open MPI)."""
+    return tuple(mpiexec_flags(mpiexec_family(mpiexec), oversubscribe=True,
+                               sigkill_timeout=_sigkill_timeout()))
+
+
+def _sigkill_timeout() -> int:
+    return int(os.environ.get("MPI_PRIVOPT_SIGKILL_TIMEOUT", SIGKILL_TIMEOUT))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpi_privopt.commands.launch_line",
                                      description=__doc__.split("\n\n")[0])
@@ -86,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "srun-mpi":
         print(srun_plugin(library_family()) or "")
         return 0
-    timeout = int(os.environ.get("MPI_PRIVOPT_SIGKILL_TIMEOUT", SIGKILL_TIMEOUT))
+    timeout = _sigkill_timeout()
     for flag in mpiexec_flags(mpiexec_family(args.mpiexec), oversubscribe=args.oversubscribe,
                               sigkill_timeout=timeout, export=args.export):
         print(flag)

@@ -2,7 +2,8 @@
 import sys
 
 from launch_util import run_child
-from mpi_privopt.commands.launch_line import library_family, mpiexec_flags, srun_plugin
+from mpi_privopt.commands.launch_line import (child_environment, library_family, mpiexec_flags,
+                                              srun_plugin)
 
 
 def test_srun_gets_the_pmi_each_mpi_reads():
@@ -38,3 +39,18 @@ def test_the_command_asks_the_launcher_itself(tmp_path):
                      env={"MPI_PRIVOPT_SIGKILL_TIMEOUT": "60"})
     assert proc.stdout.split() == ["--mca", "odls_base_sigkill_timeout", "60",
                                    "--oversubscribe"]
+
+
+def test_a_child_job_gets_the_users_environment_without_the_launchers():
+    # what Open MPI's mpiexec (4.1) and MPICH's hydra set in a rank, and what a user sets
+    inside = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
+              "OMPI_MCA_orte_hnp_uri": "1.0;tcp://x", "OMPI_MCA_ess": "^singleton",
+              "OMPI_MCA_pmix": "^s1", "OMPI_MCA_ess_base_jobid": "1", "OMPI_FILE_LOCATION": "/t",
+              "PMIX_RANK": "1", "PMIX_SERVER_URI4": "x", "PMI_RANK": "1", "PMI_SIZE": "4",
+              "PMI_FD": "6", "MPI_LOCALNRANKS": "4", "MPI_LOCALRANKID": "1",
+              "MPIR_CVAR_CH3_INTERFACE_HOSTNAME": "vm", "SLURM_STEP_NUM_TASKS": "4",
+              "SLURM_PROCID": "1"}
+    user = {"PATH": "/bin", "HOME": "/root", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "tcp,self",
+            "SLURM_JOB_ID": "7", "MPIR_CVAR_ASYNC_PROGRESS": "1"}
+    assert child_environment({**inside, **user}) == user
