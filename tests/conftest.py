@@ -33,3 +33,18 @@ def as_mpi3():
         finally:
             net.comm = real
     return swap
+
+
+@pytest.fixture
+def channel_path(as_mpi3):
+    """``with channel_path(net, persistent):`` channels made inside take the persistent path
+    (skipped where the library has none: MPI 3, Open MPI 4.1) or the MPI-3 fallback."""
+    def choose(net, persistent: bool):
+        if not persistent:
+            return as_mpi3(net)
+        from mpi_privopt.bench import persistent_collectives
+        if not persistent_collectives(net.comm):
+            pytest.skip("the MPI library has no persistent collectives (MPI 3): "
+                        "only the fallback runs")
+        return contextlib.nullcontext(net)
+    return choose
