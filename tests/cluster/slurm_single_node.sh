@@ -9,7 +9,9 @@
 #    on a 2-CPU machine stay pending without --overcommit) with the virtual environment
 #    $MPI_PRIVOPT_VENV (default: the python3 on PATH's environment);
 # 4. checks the summary: 4 ranks, one host record per rank; prints the job's output;
-# 5. stops the daemons it started (never others).
+# 5. submits the same with SRUN_MPI=none (srun without the PMI plugin: 4 one-rank
+#    copies) and checks that it is refused with one message and writes nothing;
+# 6. stops the daemons it started (never others).
 # Exit: 0 passed, 1 failed, 77 skipped (the reason on the last line: "SKIPPED: ...").
 # Environment: SLURM_TEST_DIR (default /tmp/mpi_privopt-slurm), SLURM_TEST_TIMEOUT
 # (seconds for the job, default 600), SLURM_TEST_PORT (slurmctld's, default 16817; slurmd
@@ -145,4 +147,18 @@ print(f"summary.json: ranks {summary['ranks']}, hosts {hosts}, "
 assert summary["ranks"] == 4, "expected 4 ranks"
 assert len(hosts) == 4 and all(hosts), "expected one host per rank"
 EOF
-echo "PASSED: 4 distinct ranks under Slurm"
+
+# -- 5. the same without the PMI plugin: 4 one-rank copies, refused before anything runs ---
+lone=$work/lone
+status=0
+(cd "$work" && timeout "${SLURM_TEST_TIMEOUT:-600}" env MPI_PRIVOPT_VENV="$venv" SRUN_MPI=none \
+   sbatch --parsable --wait --ntasks=4 --overcommit --time=00:10:00 \
+          --output="$work/lone-%j.out" "$here/launch/slurm.sh" "${args[@]}" --out "$lone" \
+          >/dev/null) || status=$?
+echo "SRUN_MPI=none (srun --mpi=none): exit $status; the job says:"
+grep -h "error\|fix" "$work"/lone-*.out
+[ $status != 0 ] || fail "4 one-rank copies ran instead of being refused"
+[ "$(grep -hc "mpi_privopt: error" "$work"/lone-*.out)" = 1 ] ||
+  fail "expected one message from the copies"
+[ ! -e "$lone/summary.json" ] || fail "a one-rank copy wrote a summary"
+echo "PASSED: 4 distinct ranks under Slurm; srun without the PMI plugin refused"

@@ -25,7 +25,8 @@ def test_sbatch_of_the_slurm_script_runs_one_world_of_four_ranks(tmp_path):
     if proc.returncode == 77:
         pytest.skip(lines[-1])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "PASSED: 4 distinct ranks under Slurm" in proc.stdout
+    assert "PASSED: 4 distinct ranks under Slurm; srun without the PMI plugin refused" \
+        in proc.stdout
     assert "summary.json: ranks 4" in proc.stdout
     # srun's PMI plugin followed the MPI mpi4py loads (and the run found a 4-rank world)
     assert "srun --mpi=pmi2" in proc.stdout or "srun --mpi=pmix" in proc.stdout

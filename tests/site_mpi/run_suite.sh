@@ -85,9 +85,12 @@ run_family() {
   if ! make_venv "$family" "$venv"; then
     echo "site-mpi $family: FAILED (could not build the venv $venv)"; return 1
   fi
-  # `mpiexec` on PATH is this family's launcher, whatever /usr/bin/mpiexec points to.
+  # `mpiexec` on PATH is this family's launcher, whatever /usr/bin/mpiexec points to: a
+  # wrapper, not a link (hydra looks for its proxy beside the path it was started as).
   mkdir -p "$bin"
-  ln -sf "$(command -v "mpiexec.$family")" "$bin/mpiexec"
+  rm -f "$bin/mpiexec"                   # never write through an older link
+  printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v "mpiexec.$family")" > "$bin/mpiexec"
+  chmod +x "$bin/mpiexec"
   local -a env=(PATH="$bin:$PATH" MPI_PRIVOPT_VENV="$venv" EXTRAS=test)
   if [ "${SITE_MPI_MPI4PY:-source}" = wheel ]; then
     env+=(MPI4PY_LIBMPI="$([ "$family" = openmpi ] && echo libmpi.so.40 || echo libmpi.so.12)")
