@@ -1,4 +1,7 @@
-"""What a launch line needs for the MPI in use; the scripts in launch/ ask this module.
+"""What a launch line needs for the MPI in use. The scripts in launch/ ask its command;
+``reproduce`` starts its jobs with :func:`launch_flags` and :func:`child_environment`
+(the environment without the starting process's job variables), and so do the tests
+(tests/launch_util.py).
 
 ``python -m mpi_privopt.commands.launch_line srun-mpi``
     prints the ``srun --mpi=`` plugin for the library mpi4py loads: ``pmi2`` for MPICH
