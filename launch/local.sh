@@ -6,7 +6,10 @@
 set -euo pipefail
 EXTRAS=${EXTRAS:-mpich}
 source "$(dirname "$0")/_env.sh"
+source "$here/launch/_mpi.sh"
 ranks=${RANKS:-8}
 cd "$here"
-# Oversubscribing the cores is fine: MPI waits without spinning in our code.
-exec mpiexec -n "$ranks" python -m mpi4py -m mpi_privopt run "$@"
+# More ranks than cores is allowed (Open MPI needs --oversubscribe for that), and Open MPI
+# gives the ranks time to stop cleanly on Ctrl-C (launch/_mpi.sh).
+set_mpiexec_flags "$(command -v mpiexec)" oversubscribe
+exec mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@"

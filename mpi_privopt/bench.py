@@ -17,6 +17,10 @@ each comparing the package with plain mpi4py in the same run on the same graph:
 
 The variants of each comparison alternate in several rounds and the best round of each
 is kept, so a burst of load on this machine hits them alike.
+
+With an MPI-3 library (Open MPI 4.1: no persistent collectives) the persistent variants
+are left out and reported as n/a, and the channel runs its blocking fallback; the header
+says which path ran.
 """
 from __future__ import annotations
 
@@ -52,6 +56,26 @@ def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return float(np.median(np.asarray(numerators) / np.asarray(denominators)))
 
 
+def _persistent_allgather(comm: MPI.Topocomm, send: np.ndarray, received: np.ndarray):
+    """A persistent neighbour allgather on these buffers, or None where the library has
+    none (MPI 3; mpi4py raises NotImplementedError)."""
+    try:
+        return comm.Neighbor_allgather_init(send, received)
+    except NotImplementedError:
+        return None
+
+
+def _ratios(best: dict, times: dict, pairs) -> dict:
+    """Best-of and median ratios ``name_vs_base`` for the pairs whose variants both ran."""
+    ratios = {}
+    for name, base in pairs:
+        key = f"{name}_vs_{base}"
+        ran = name in best and base in best
+        ratios[key] = best[name] / best[base] if ran else None
+        ratios[f"{key}_median"] = _median_ratio(times[name], times[base]) if ran else None
+    return ratios
+
+
 def _auto_repeats(size: int) -> int:
     # About 100 MB through each rank per round (1 250 exchanges of 10^4 doubles), so a
     # round lasts long enough (tens of ms) for scheduler noise to average out.
@@ -79,7 +103,7 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
         payload, out = channel.sends[0], channel.received
         payload[...] = 1.0
         release = Release.public(payload)
-        persistent = raw_comm.Neighbor_allgather_init(payload, out)
+        persistent = _persistent_allgather(raw_comm, payload, out)
 
         def raw():
             raw_comm.Neighbor_allgather(payload, out)
@@ -95,22 +119,23 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
             channel.exchange(release)
 
         runs = dict(zip(EXCHANGES, (raw, raw_persistent, broadcast, exchange)))
+        if persistent is None:  # MPI 3: nothing persistent to compare with
+            del runs["raw_persistent"]
         for fn in runs.values():
             fn()  # warm-up: first-touch of buffers, connection setup
-        times = {name: [] for name in EXCHANGES}
+        times = {name: [] for name in runs}
         for _ in range(ROUNDS):
             for name, fn in runs.items():
                 times[name].append(_timed(world, fn, reps))
-        persistent.Free()
+        if persistent is not None:
+            persistent.Free()
         channel.free()
         best = {name: min(t) for name, t in times.items()}
         row = {"doubles": size, "repeats": reps}
-        row.update({f"{name}_us": best[name] / reps * 1e6 for name in EXCHANGES})
-        for name, base in (("broadcast", "raw"), ("channel", "raw"),
-                           ("channel", "raw_persistent")):
-            key = f"{name}_vs_{base}"
-            row[key] = best[name] / best[base]
-            row[f"{key}_median"] = _median_ratio(times[name], times[base])
+        row.update({f"{name}_us": best[name] / reps * 1e6 if name in best else None
+                    for name in EXCHANGES})
+        row.update(_ratios(best, times, (("broadcast", "raw"), ("channel", "raw"),
+                                         ("channel", "raw_persistent"))))
         rows.append(row)
     raw_comm.Free()
     return rows
@@ -193,7 +218,7 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
         comm = world.Create_dist_graph_adjacent(in_nbrs, out_nbrs, reorder=False)
         buffers = [np.zeros(X.shape[1]), np.zeros(X.shape[1])]
         received = np.empty((len(in_nbrs), X.shape[1]))
-        requests = [comm.Neighbor_allgather_init(b, received) for b in buffers]
+        requests = [_persistent_allgather(comm, b, received) for b in buffers]
         world.Barrier()
         start = perf_counter()
         for n in range(iterations):
@@ -209,11 +234,13 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
         comm.Free()
         return elapsed, buffers[iterations % 2]
 
-    times: dict[str, list[float]] = {"raw": [], "raw_persistent": [], "dgd": []}
+    variants = [("raw", run_raw), ("raw_persistent", run_raw_persistent), ("dgd", run_ours)]
+    if not persistent_collectives(world):
+        del variants[1]  # MPI 3: no persistent requests to write it with
+    times: dict[str, list[float]] = {name: [] for name, _ in variants}
     same = True
     for _ in range(ROUNDS):
-        for name, run in (("raw", run_raw), ("raw_persistent", run_raw_persistent),
-                          ("dgd", run_ours)):
+        for name, run in variants:
             elapsed, x = run()
             times[name].append(elapsed)
             if name == "raw":
@@ -224,11 +251,35 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
                 same = world.allreduce(error, op=MPI.MAX) < 1e-10 and same
     best = {name: min(t) for name, t in times.items()}
     result = {"iterations": iterations, "same_iterates": bool(same)}
-    result.update({f"{name}_it_per_s": iterations / best[name] for name in times})
-    for base in ("raw", "raw_persistent"):
-        result[f"dgd_vs_{base}"] = best[base] / best["dgd"]
-        result[f"dgd_vs_{base}_median"] = _median_ratio(times[base], times["dgd"])
+    result.update({f"{name}_it_per_s": iterations / best[name] if name in best else None
+                   for name in ("raw", "raw_persistent", "dgd")})
+    # dgd_vs_X: dgd's iteration rate over X's (X's time over dgd's)
+    result.update(_ratios({k: 1 / v for k, v in best.items()},
+                          {k: [1 / x for x in v] for k, v in times.items()},
+                          (("dgd", "raw"), ("dgd", "raw_persistent"))))
     return result
+
+
+def persistent_collectives(comm: MPI.Intracomm) -> bool:
+    """Whether the MPI library offers persistent neighbour collectives (MPI 4)."""
+    graph = comm.Create_dist_graph_adjacent([], [], reorder=False)
+    request = _persistent_allgather(graph, np.zeros(1), np.zeros(0))
+    if request is not None:
+        request.Free()
+    graph.Free()
+    return request is not None
+
+
+def _cell(value: float | None, width: int, spec: str) -> str:
+    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}{spec}}"
+
+
+def _ratio_cell(row: dict, key: str, width: int = 7) -> str:
+    """A best-of ratio with its median in (), or n/a where a variant could not run."""
+    if row[key] is None:
+        return f"{'n/a':>{width + 8}}" if width else "n/a"
+    return f"{row[key]:>{width}.3f} (median {row[key + '_median']:.3f})" if width == 0 else \
+        f"{row[key]:>{width}.3f} ({row[key + '_median']:.3f})"
 
 
 def main(args) -> int:
@@ -241,14 +292,18 @@ def main(args) -> int:
     net.add_listener(Ledger(rank, out_nbrs, 1e-5))
     sizes = [int(s) for s in args.sizes.split(",")]
 
+    persistent = persistent_collectives(world)
     exchange = bench_exchange(world, net, sizes, args.repeats)
     net.free()
     links = bench_links(world, graph) if size > 1 else []
     dgd = bench_dgd(world, graph, args.iterations)
     if rank != 0:
         return 0
+    path = ("persistent neighbour collectives (MPI 4)" if persistent
+            else "no persistent collectives (MPI 3): persistent variants n/a, the channel "
+                 "runs its blocking fallback")
     print(f"bench: {size} ranks, {args.topology} graph ({graph.number_of_edges()} edges), "
-          f"{MPI.Get_library_version().splitlines()[0].strip()}")
+          f"{MPI.Get_library_version().splitlines()[0].strip()}\n       {path}")
     print("\n1. one neighbour exchange (allgather), us per exchange, best of "
           f"{ROUNDS} alternating rounds")
     print("   raw: Neighbor_allgather; persistent: raw with Neighbor_allgather_init; "
@@ -257,9 +312,9 @@ def main(args) -> int:
     print(f"{'doubles':>9} {'raw':>9} {'persistent':>10} {'broadcast':>10} {'channel':>9} "
           f"{'broadcast/raw':>15} {'channel/raw':>15} {'chan/persist':>15}")
     for r in exchange:
-        ratios = " ".join(f"{r[k]:>7.3f} ({r[k + '_median']:.3f})" for k in (
+        ratios = " ".join(_ratio_cell(r, k) for k in (
             "broadcast_vs_raw", "channel_vs_raw", "channel_vs_raw_persistent"))
-        print(f"{r['doubles']:>9} {r['raw_us']:>9.2f} {r['raw_persistent_us']:>10.2f} "
+        print(f"{r['doubles']:>9} {r['raw_us']:>9.2f} {_cell(r['raw_persistent_us'], 10, '.2f')} "
               f"{r['broadcast_us']:>10.2f} {r['channel_us']:>9.2f} {ratios}")
     if links:
         print("\n2. per link: latency (8 B ping-pong) and bandwidth (1 MiB ping-pong)")
@@ -269,14 +324,14 @@ def main(args) -> int:
                   f"{r['bandwidth_MBps']:>10.1f}")
     print(f"\n3. DGD, {dgd['iterations']} iterations, it/s: registered 'dgd' "
           f"{dgd['dgd_it_per_s']:.0f}; hand-written mpi4py {dgd['raw_it_per_s']:.0f}, "
-          f"with persistent requests {dgd['raw_persistent_it_per_s']:.0f} "
+          f"with persistent requests {_cell(dgd['raw_persistent_it_per_s'], 0, '.0f')} "
           f"(same iterates: {dgd['same_iterates']})")
-    print(f"   dgd / hand-written {dgd['dgd_vs_raw']:.3f} "
-          f"(median {dgd['dgd_vs_raw_median']:.3f}); dgd / hand-written persistent "
-          f"{dgd['dgd_vs_raw_persistent']:.3f} (median {dgd['dgd_vs_raw_persistent_median']:.3f})")
+    print(f"   dgd / hand-written {_ratio_cell(dgd, 'dgd_vs_raw', 0)}; dgd / hand-written "
+          f"persistent {_ratio_cell(dgd, 'dgd_vs_raw_persistent', 0)}")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"ranks": size, "topology": args.topology, "exchange": exchange,
+            json.dump({"ranks": size, "topology": args.topology,
+                       "persistent_collectives": persistent, "exchange": exchange,
                        "links": links, "dgd": dgd}, handle, indent=2)
         print(f"\nwritten: {args.json}")
     return 0

@@ -330,6 +330,8 @@ def finish(s: Session) -> RunResult | None:
     ledgers = s.eval_comm.gather(s.ledger.to_dict(), root=0)
     # run.on_divergence = "record": the iteration each agent first diverged (an int or None)
     s.diverged = s.eval_comm.gather(s.divergence.first, root=0)
+    hosts = s.eval_comm.gather(MPI.Get_processor_name(), root=0)
+    collective_path = s.net.collective_path
     s.net.free()
     if not s.root:
         return None
@@ -337,6 +339,10 @@ def finish(s: Session) -> RunResult | None:
     traffic = assemble_matrices(all_rows, n_agents)
     privacy = privacy_report(ledgers, s.cfg.privacy.delta, s.noise.mode)
     summary = _summary(s, traffic, privacy, comm_seconds)
+    summary.hosts, summary.collective_path = hosts, collective_path
+    vendor, version = MPI.get_vendor()
+    summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
+                           f"(MPI {'.'.join(map(str, MPI.Get_version()))})")
     reference = s.problem.reference
     s.directory.write_traffic(traffic, receive_seconds)
     s.directory.write_privacy(privacy)

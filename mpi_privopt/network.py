@@ -674,6 +674,15 @@ class Network:
             self._observe(out[np.newaxis], (source,), phase)
         return source
 
+    @property
+    def collective_path(self) -> str:
+        """How this agent's broadcast channels exchange: ``"persistent"`` (MPI-4
+        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback) or ``"none"``
+        (no channel made since the last :meth:`free`)."""
+        if not self._channels:
+            return "none"
+        return "persistent" if all(c.persistent for c in self._channels) else "blocking"
+
     def free(self) -> None:
         """Release the channels' persistent requests and the dist-graph communicator."""
         for channel in self._channels:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from .config import Config, load_config
 
@@ -53,11 +54,16 @@ def validate_before_mpi(config: str | None, overrides: list[str]) -> None:
     The agent count is the one the launcher announced (1 without a launcher); a launcher
     that MPI cannot read is found later, once MPI has started (lone copies).
     """
-    from .entrypoint import announced_rank, announced_size
+    from .entrypoint import QUIET_WAIT_SECONDS, announced_rank, announced_size
     from .errors import UserError
     try:
         check_run_input(config, overrides, announced_size(os.environ))
     except UserError as err:
         if announced_rank(os.environ) == 0:
             print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)
+        elif "OMPI_COMM_WORLD_RANK" in os.environ:
+            # Open MPI's mpiexec ends the whole job as soon as one task exits non-zero: a
+            # quiet task that left first would take task 0 and its message with it. The
+            # launcher ends this wait once task 0 has spoken (hydra lets every task finish).
+            time.sleep(QUIET_WAIT_SECONDS)
         sys.exit(2)

@@ -61,6 +61,13 @@ class RunSummary:
     final_metrics: dict[str, float] = field(default_factory=dict)
     evaluation_note: str = ""
     l1: float | None = None
+    #: the host each rank ran on (MPI_Get_processor_name), by rank
+    hosts: list[str] = field(default_factory=list)
+    #: the MPI library the ranks loaded and the MPI standard it implements
+    mpi_library: str = ""
+    #: how the broadcast channels exchanged: "persistent" (MPI-4), "blocking" (the MPI-3
+    #: fallback: no persistent collectives in the library) or "none" (no channel)
+    collective_path: str = ""
     algorithm_report: dict[str, Any] | None = None
     privacy_note: str | None = None
     #: a token method: the worst entry (observer, owner, epsilon, rho) of the observer matrix
@@ -135,6 +142,28 @@ def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
     return [("metrics", 'none (run.evaluate = "none": nothing measured during the run)')]
 
 
+#: what each collective path means, as the summary prints it
+COLLECTIVE_PATHS = {
+    "persistent": "persistent neighbour allgather (MPI-4 Neighbor_allgather_init)",
+    "blocking": "blocking Neighbor_allgather (MPI-3 fallback: the library has no "
+                "persistent collectives)",
+    "none": "no broadcast channel (per-call collectives and point to point)",
+}
+
+
+def _mpi_rows(s: RunSummary) -> list[tuple[str, str]]:
+    rows = []
+    if s.mpi_library:
+        hosts = sorted(set(s.hosts))
+        where = (f" on {len(hosts)} host{'s' if len(hosts) > 1 else ''} ({', '.join(hosts[:4])}"
+                 f"{', ...' if len(hosts) > 4 else ''})" if hosts else "")
+        rows.append(("MPI", f"{s.mpi_library}{where}"))
+    if s.collective_path:
+        rows.append(("neighbour exchange", COLLECTIVE_PATHS.get(s.collective_path,
+                                                                s.collective_path)))
+    return rows
+
+
 def format_summary(s: RunSummary) -> str:
     """The end-of-run table rank 0 prints."""
     i, j = s.busiest_link
@@ -155,6 +184,7 @@ def format_summary(s: RunSummary) -> str:
         ("privacy", _privacy_line(s)),
         *([("observer matrix", _observer_line(s.worst_observer_entry))]
           if s.worst_observer_entry else []),
+        *_mpi_rows(s),
         *((str(k), str(v)) for k, v in (s.algorithm_report or {}).items()),
         ("run directory", s.run_dir),
     ]

@@ -1,7 +1,12 @@
 """Fixtures shared by the unit and the MPI tests."""
 import contextlib
+import sys
+from pathlib import Path
 
 import pytest
+
+# Shared helpers (launch_util: how a test starts a child mpiexec) import as top-level modules.
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 class MPI3Comm:
@@ -28,3 +33,18 @@ def as_mpi3():
         finally:
             net.comm = real
     return swap
+
+
+@pytest.fixture
+def channel_path(as_mpi3):
+    """``with channel_path(net, persistent):`` channels made inside take the persistent path
+    (skipped where the library has none: MPI 3, Open MPI 4.1) or the MPI-3 fallback."""
+    def choose(net, persistent: bool):
+        if not persistent:
+            return as_mpi3(net)
+        from mpi_privopt.bench import persistent_collectives
+        if not persistent_collectives(net.comm):
+            pytest.skip("the MPI library has no persistent collectives (MPI 3): "
+                        "only the fallback runs")
+        return contextlib.nullcontext(net)
+    return choose

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
 
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
@@ -48,10 +49,12 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
     batch_file.write_text(json.dumps(items))
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", module,
-           "--worker", str(batch_file)]
+    cmd = [mpiexec, "-n", str(ranks), *launch_flags(mpiexec), sys.executable, "-m", "mpi4py",
+           "-m", module, "--worker", str(batch_file)]
     tick = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # A clean environment: this process has started MPI (an Open MPI singleton then sets
+    # job variables that make a child mpiexec fail); Open MPI gets --oversubscribe.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_environment())
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise ConfigError(f"mpiexec failed (exit {proc.returncode}) on a batch of "

@@ -5,14 +5,13 @@ machine slows oversubscribed MPI jobs many times over.
 """
 import csv
 import json
-import shutil
-import subprocess
 import sys
 
 import pytest
 
-MPIEXEC = shutil.which("mpiexec")
-pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH"), pytest.mark.slow]
+from launch_util import needs_mpiexec, run_child
+
+pytestmark = [needs_mpiexec, pytest.mark.slow]
 # The reproduction draws its figures with matplotlib and takes its Figure 2 data from
 # scikit-learn: the 'reproduce' extra (the 'test' extra, which CI installs, includes both).
 pytest.importorskip("matplotlib", reason="reproduce gade2017 needs matplotlib "
@@ -23,9 +22,8 @@ pytest.importorskip("sklearn", reason="reproduce gade2017 needs scikit-learn "
 
 def test_quick_reproduction_writes_figures_tables_and_sound_numbers(tmp_path):
     out = tmp_path / "gade2017"
-    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "reproduce", "gade2017",
-                           "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1200)
+    proc = run_child([sys.executable, "-m", "mpi_privopt", "reproduce", "gade2017",
+                      "--quick", "--out", str(out)], timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("fig1", "fig1-fs", "fig2", "fig2-training"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name

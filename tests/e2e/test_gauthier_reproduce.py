@@ -1,14 +1,13 @@
 """``reproduce gauthier2024 --quick``: real mpiexec jobs, every figure and CSV written."""
 import csv
 import json
-import shutil
-import subprocess
 import sys
 
 import pytest
 
-MPIEXEC = shutil.which("mpiexec")
-pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH"), pytest.mark.slow]
+from launch_util import needs_mpiexec, run_child
+
+pytestmark = [needs_mpiexec, pytest.mark.slow]
 # The reproduction draws its figures with matplotlib: the 'plot' or 'reproduce' extra (the
 # 'test' extra, which CI installs, includes it).
 pytest.importorskip("matplotlib", reason="reproduce gauthier2024 needs matplotlib "
@@ -28,7 +27,7 @@ def test_quick_reproduction_writes_every_figure_with_its_csv(tmp_path):
     out = tmp_path / "g24"
     cmd = [sys.executable, "-m", "mpi_privopt", "reproduce", "gauthier2024", "--quick",
            "--ranks", "4", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = run_child(cmd, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ledger exact epsilon equals the budget" in proc.stdout
     for name in FIGURES:
@@ -53,5 +52,5 @@ def test_quick_reproduction_writes_every_figure_with_its_csv(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ranks"] == 4 and set(summary["grad_steps"]) == {"elastic-net", "lad", "ridge"}
     # A second call finds every run done and only redraws the figures.
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    again = run_child(cmd, timeout=600)
     assert again.returncode == 0 and "batch" not in again.stdout

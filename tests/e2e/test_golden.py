@@ -5,8 +5,6 @@ Final models, traffic and ledger must be bitwise identical, metrics equal to rto
 (timing excluded). A change that is meant to alter a result re-records the set
 (``python tests/golden/record.py``) and says why in its commit and in docs/architecture.md.
 """
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,17 +14,16 @@ GOLDEN = Path(__file__).parents[1] / "golden"
 sys.path.insert(0, str(GOLDEN))
 from cases import RANKS, cases  # noqa: E402
 from compare import differences  # noqa: E402
+from launch_util import needs_mpiexec, run_mpiexec  # noqa: E402
 
-MPIEXEC = shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+pytestmark = needs_mpiexec
 
 
 @pytest.fixture(scope="module")
 def new_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("golden")
-    proc = subprocess.run([MPIEXEC, "-n", str(RANKS), sys.executable, "-m", "mpi4py",
-                           str(GOLDEN / "run_cases.py"), str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_mpiexec(RANKS, [sys.executable, "-m", "mpi4py", str(GOLDEN / "run_cases.py"),
+                               str(out)], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

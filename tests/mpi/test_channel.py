@@ -1,7 +1,5 @@
 """The channel's mix and average under mpiexec: the weighted neighbour average of what
 each neighbour really sent, on every topology, persistent or MPI-3 fallback."""
-import contextlib
-
 import numpy as np
 import pytest
 
@@ -15,13 +13,13 @@ from mpi_privopt.privacy.release import Release
 @pytest.mark.parametrize("persistent", [True, False])
 @pytest.mark.parametrize("kind", ["ring", "erdos-renyi", "star"])
 def test_mix_is_the_weighted_average_of_what_the_neighbours_sent(comm, kind, persistent,
-                                                                 as_mpi3):
+                                                                 channel_path):
     graph = topology.build_graph(kind, comm.size, seed=2)
     in_nbrs, out_nbrs = topology.neighbors(graph, comm.rank)
     net = Network(comm, in_nbrs, out_nbrs)
     ledger = Ledger(comm.rank, net.out_neighbors, 1e-5)
     net.add_listener(ledger)
-    with contextlib.nullcontext() if persistent else as_mpi3(net):
+    with channel_path(net, persistent):
         channel = net.broadcast_channel("x", 3, buffers=2)
     assert channel.persistent == persistent
     self_weight, weights = topology.metropolis_row(comm.rank, net.in_neighbors,

@@ -1,6 +1,4 @@
 """Network under mpiexec: neighbour collectives, channels, point to point, and the meter."""
-import contextlib
-
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -160,9 +158,9 @@ def test_receive_listeners_see_exactly_what_arrives(comm):
 @pytest.mark.parametrize("kind,directed", [("ring", False), ("complete", False),
                                            ("erdos-renyi", False), ("star", False),
                                            ("ring", True)])
-def test_channel_delivers_what_broadcast_delivers(comm, kind, directed, persistent, as_mpi3):
+def test_channel_delivers_what_broadcast_delivers(comm, kind, directed, persistent, channel_path):
     _, net = make_network(comm, kind, directed=directed)
-    with contextlib.nullcontext() if persistent else as_mpi3(net):
+    with channel_path(net, persistent):
         channel = net.broadcast_channel("x", 5, buffers=2)
     assert channel.persistent == persistent
     releases = [Release.public(send) for send in channel.sends]

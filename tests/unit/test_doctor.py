@@ -1,10 +1,10 @@
 """``doctor``: the MPI mpi4py loaded against the launcher on PATH (issue 15, part 1)."""
 import os
-import subprocess
 import sys
 
 import pytest
 
+from launch_util import run_child
 from mpi_privopt.commands.doctor import MPIFacts, launcher_family, mismatch, vendor_family
 
 HYDRA = "HYDRA build details:\n    Version:                                 4.0\n"
@@ -39,9 +39,8 @@ def test_the_command_warns_about_a_foreign_launcher_on_path(tmp_path):
     fake = tmp_path / "mpiexec"
     fake.write_text(f"#!/bin/sh\nprintf '{OPEN_MPI.splitlines()[0]}\\n'\n")
     fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "doctor"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    proc = run_child([sys.executable, "-m", "mpi_privopt", "doctor"], env=env, timeout=120)
     assert "MPI library" in proc.stdout and str(fake) in proc.stdout
     from mpi4py import MPI
     if vendor_family(MPI.get_vendor()[0]) == "MPICH":
@@ -49,8 +48,7 @@ def test_the_command_warns_about_a_foreign_launcher_on_path(tmp_path):
 
 
 def test_the_command_passes_with_the_launcher_of_the_loaded_mpi():
-    proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "doctor"],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_child([sys.executable, "-m", "mpi_privopt", "doctor"], timeout=120)
     if "no mpiexec" in proc.stderr:
         pytest.skip("no mpiexec on PATH")
     assert proc.returncode == 0, proc.stderr

@@ -55,3 +55,14 @@ def test_the_printed_table_follows_the_evaluation_mode():
                                    final_consensus_gap=None, final_metrics={},
                                    worst_link_epsilon=math.inf))
     assert "nothing measured" in none and "inf" in none
+
+
+def test_the_printed_table_says_which_mpi_and_which_collective_path_ran():
+    s = _summary(mpi_library="Open MPI 4.1.4 (MPI 3.1)", hosts=["a", "b", "a", "b"],
+                 collective_path="blocking")
+    table = format_summary(s)
+    assert "Open MPI 4.1.4 (MPI 3.1) on 2 hosts (a, b)" in table
+    assert "MPI-3 fallback" in table
+    assert "MPI-4 Neighbor_allgather_init" in format_summary(_summary(collective_path="persistent"))
+    # a summary written before these keys existed prints without them
+    assert "neighbour exchange" not in format_summary(_summary())

@@ -1,0 +1,76 @@
+"""How a test starts a child ``mpiexec`` (or a one-process command) under any MPI.
+
+Every test that launches processes itself goes through here, so that the suite passes
+under the ``mpich`` wheel, a system MPICH and a system Open MPI alike:
+
+- the child's environment drops what a launcher set for the test's own process (PMI_*,
+  PMIX_*, OMPI_COMM_WORLD_*, Open MPI's job-wiring OMPI_MCA_* ...): a child ``mpiexec``
+  that inherits them believes it runs inside a job (Open MPI's then exits 1 without a
+  word), and a one-process command that inherits ``PMI_SIZE=4`` refuses as one of K lone
+  copies. ``OMPI_ALLOW_RUN_AS_ROOT*`` stays: CI runs as root, and Open MPI refuses root
+  without it. The rule is the package's own (``reproduce`` starts its jobs the same way);
+- under Open MPI ``mpiexec`` gets ``--oversubscribe`` (the suite runs more ranks than a CI
+  machine has cores; MPICH's hydra oversubscribes by default).
+
+Importable from every test module as ``launch_util`` (tests/conftest.py puts tests/ on
+the path).
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from mpi_privopt.commands.launch_line import child_environment, mpiexec_family
+
+#: the mpiexec on PATH (the wheel's in CI; the site script puts the system one first)
+MPIEXEC = shutil.which("mpiexec")
+needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+
+@functools.cache
+def is_open_mpi(mpiexec: str | None = MPIEXEC) -> bool:
+    """Whether ``mpiexec`` is Open MPI's launcher (from its ``--version``)."""
+    return mpiexec is not None and mpiexec_family(mpiexec) == "Open MPI"
+
+
+def child_env(extra: Mapping[str, str] | None = None, *,
+              base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process: ``base`` (this process's) without what a
+    launcher set for this process (the package's own rule, ``child_environment``), with
+    ``extra`` on top."""
+    env = child_environment(base)
+    env.update(extra or {})
+    return env
+
+
+def launcher_flags(mpiexec: str | None = None) -> list[str]:
+    """The flags ``mpiexec`` (the one on PATH) needs in the suite, after ``-n K``."""
+    return ["--oversubscribe"] if is_open_mpi(mpiexec or MPIEXEC) else []
+
+
+def mpiexec_command(ranks: int, *args: str, mpiexec: str | None = None) -> list[str]:
+    """``mpiexec -n ranks args...`` with the flags this launcher needs in the suite."""
+    mpiexec = mpiexec or MPIEXEC
+    if mpiexec is None:
+        raise RuntimeError("no mpiexec on PATH (mark the test with needs_mpiexec)")
+    return [mpiexec, "-n", str(ranks), *launcher_flags(mpiexec), *args]
+
+
+def run_mpiexec(ranks: int, args: Sequence[str], *, timeout: float, cwd=None,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``mpiexec -n ranks args`` in a clean environment (``env`` added), capturing text."""
+    return subprocess.run(mpiexec_command(ranks, *args), capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=child_env(env))
+
+
+def run_child(args: str | Sequence[str], *, timeout: float, cwd=None,
+              env: Mapping[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """Run a one-process command (a shell line with ``shell=True``) in a clean environment
+    (``env`` added), capturing text."""
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=child_env(env), **kwargs)

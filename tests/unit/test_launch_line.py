@@ -1,0 +1,56 @@
+"""What the launch scripts put on a launch line for each MPI (commands/launch_line.py)."""
+import sys
+
+from launch_util import run_child
+from mpi_privopt.commands.launch_line import (child_environment, library_family, mpiexec_flags,
+                                              srun_plugin)
+
+
+def test_srun_gets_the_pmi_each_mpi_reads():
+    assert srun_plugin("MPICH") == "pmi2"
+    assert srun_plugin("Intel MPI") == "pmi2"
+    assert srun_plugin("Open MPI") == "pmix"
+    assert srun_plugin(None) is None          # unknown: leave the site's default
+
+
+def test_open_mpi_gets_time_to_stop_and_may_oversubscribe():
+    flags = mpiexec_flags("Open MPI", oversubscribe=True, sigkill_timeout=45,
+                          export=["PATH", "UNSET_HERE"], environ={"PATH": "/bin"})
+    assert flags == ["--mca", "odls_base_sigkill_timeout", "45", "--oversubscribe",
+                     "-x", "PATH"]
+    assert "--oversubscribe" not in mpiexec_flags("Open MPI", oversubscribe=False)
+    # MPICH's hydra forwards signals and waits, oversubscribes, and passes the environment
+    assert mpiexec_flags("MPICH", oversubscribe=True, export=["PATH"]) == []
+
+
+def test_the_command_names_the_plugin_of_the_library_mpi4py_loads():
+    proc = run_child([sys.executable, "-m", "mpi_privopt.commands.launch_line", "srun-mpi"],
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (srun_plugin(library_family()) or "")
+
+
+def test_the_command_asks_the_launcher_itself(tmp_path):
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'mpiexec (OpenRTE) 4.1.4'\n")
+    fake.chmod(0o755)
+    proc = run_child([sys.executable, "-m", "mpi_privopt.commands.launch_line",
+                      "mpiexec-flags", str(fake), "--oversubscribe"], timeout=120,
+                     env={"MPI_PRIVOPT_SIGKILL_TIMEOUT": "60"})
+    assert proc.stdout.split() == ["--mca", "odls_base_sigkill_timeout", "60",
+                                   "--oversubscribe"]
+
+
+def test_a_child_job_gets_the_users_environment_without_the_launchers():
+    # what Open MPI's mpiexec (4.1) and MPICH's hydra set in a rank, and what a user sets
+    inside = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "1", "OMPI_UNIVERSE_SIZE": "2",
+              "OMPI_MCA_orte_hnp_uri": "1.0;tcp://x", "OMPI_MCA_ess": "^singleton",
+              "OMPI_MCA_pmix": "^s1", "OMPI_MCA_ess_base_jobid": "1", "OMPI_FILE_LOCATION": "/t",
+              "PMIX_RANK": "1", "PMIX_SERVER_URI4": "x", "PMI_RANK": "1", "PMI_SIZE": "4",
+              "PMI_FD": "6", "MPI_LOCALNRANKS": "4", "MPI_LOCALRANKID": "1",
+              "MPIR_CVAR_CH3_INTERFACE_HOSTNAME": "vm", "SLURM_STEP_NUM_TASKS": "4",
+              "SLURM_PROCID": "1"}
+    user = {"PATH": "/bin", "HOME": "/root", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "tcp,self",
+            "SLURM_JOB_ID": "7", "MPIR_CVAR_ASYNC_PROGRESS": "1"}
+    assert child_environment({**inside, **user}) == user
