@@ -26,6 +26,10 @@ from ..errors import ConfigError
 log = functools.partial(print, flush=True)
 
 
+class BatchFailed(ConfigError):
+    """An MPI job of a reproduction's runs ended non-zero (a reproduction may retry)."""
+
+
 def find_mpiexec(given: str | None, name: str) -> str:
     """The mpiexec a reproduction launches its runs with: ``given``, else the one on PATH."""
     # the mpiexec beside this interpreter first: the one of the MPI its mpi4py loaded (the
@@ -44,7 +48,8 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
 
     Starting K Python processes costs more than a short run, so a reproduction hands a
     batch of runs to one job whose ranks loop over them. Returns the job's seconds; raises
-    ConfigError (one message, no traceback) with the end of its stderr if it fails.
+    :class:`BatchFailed` (a ConfigError: one message, no traceback) with the end of its
+    stderr if it fails.
     """
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
@@ -57,7 +62,7 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_environment())
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
-        raise ConfigError(f"mpiexec failed (exit {proc.returncode}) on a batch of "
+        raise BatchFailed(f"mpiexec failed (exit {proc.returncode}) on a batch of "
                           f"{len(items)} runs of {module}; the end of its output:\n"
                           f"{proc.stderr[-4000:].rstrip()}",
                           "the output above names the failing run; runs already finished "

@@ -34,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import find_mpiexec, launch, log, run_batch, run_dir
+from . import BatchFailed, find_mpiexec, launch, log, run_batch, run_dir
 from ._chen2025 import figures, panels, settings
 from ._chen2025.diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
 
@@ -98,7 +98,7 @@ def _launch(runs: list[settings.Run], out: Path, mpiexec: str) -> None:
             launch(runs, out, mpiexec, ranks=settings.RANKS, module=__name__,
                    batch_size=settings.BATCH_RUNS, progress=progress)
             return
-        except RuntimeError as err:
+        except BatchFailed as err:
             log(f"a job failed ({str(err).splitlines()[0]}); its first unfinished run alone")
         failed = next(r for r in runs if not (run_dir(out, r) / r.result_file).is_file())
         where = run_dir(out, failed)
@@ -106,7 +106,7 @@ def _launch(runs: list[settings.Run], out: Path, mpiexec: str) -> None:
         try:
             run_batch(mpiexec, settings.RANKS, __name__, [{**asdict(failed), "out": str(where)}],
                       out / "runs" / f"single-{os.getpid()}.json")
-        except RuntimeError:
+        except BatchFailed:
             stopped = sorted(where.glob("diverged-agent-*.json"))
             if not stopped:
                 raise

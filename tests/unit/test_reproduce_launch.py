@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.reproduce import find_mpiexec, run_batch
+from mpi_privopt.reproduce import BatchFailed, find_mpiexec, run_batch
 
 
 def test_the_mpiexec_beside_the_interpreter_comes_before_path(monkeypatch, tmp_path):
@@ -22,7 +22,8 @@ def test_a_failed_batch_is_one_message_with_the_launcher_output(tmp_path):
     fake = tmp_path / "mpiexec"
     fake.write_text("#!/bin/sh\necho 'rank 2: out of memory' >&2\nexit 7\n")
     fake.chmod(0o755)
-    with pytest.raises(ConfigError, match="exit 7") as err:
+    with pytest.raises(BatchFailed, match="exit 7") as err:
         run_batch(str(fake), 2, "mpi_privopt.reproduce.gauthier2024", [{"a": 1}],
                   tmp_path / "batch.json")
     assert "rank 2: out of memory" in str(err.value) and "kept and reused" in err.value.fix
+    assert isinstance(err.value, ConfigError)  # the command line prints it as one message
