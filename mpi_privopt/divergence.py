@@ -65,7 +65,8 @@ class DivergenceGuard:
     def check(self, w: np.ndarray, iteration: int) -> None:
         """Raise :class:`Diverged` if ``w`` is not finite or larger than the limit (in
         record mode remember the first such iteration instead)."""
-        norm = float(np.linalg.norm(w))
+        with np.errstate(over="ignore", invalid="ignore"):  # inf/nan is the answer here
+            norm = float(np.linalg.norm(w))
         if norm <= self.limit:  # also False for nan: checked below
             return
         if self.mode == "record":
