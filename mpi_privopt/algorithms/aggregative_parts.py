@@ -184,8 +184,16 @@ class RobustTracking:
         self.z = np.zeros(r)
         self.ytilde = np.zeros(r)
         self.ztilde = np.zeros(r)
-        #: the problem's optional diagnostics hook (AggregativeObjective.record_trackers)
-        self._record = getattr(self.problem, "record_trackers", None)
+        #: who is told (x_i, ytilde, ztilde) after every update: the problem's optional
+        #: diagnostics hook (AggregativeObjective.record_trackers) and any added with
+        #: :meth:`add_tracker_listener` (a reproduction's diagnostics)
+        hook = getattr(self.problem, "record_trackers", None)
+        self._tracker_listeners = [hook] if hook is not None else []
+
+    def add_tracker_listener(self, listener) -> None:
+        """Call ``listener(x_i, ytilde, ztilde)`` after every update from now on (before
+        the stacked estimate is replaced, so ``self.X`` is still **x**_i^t)."""
+        self._tracker_listeners.append(listener)
 
     def send(self, t: int, budgets: dict, clear: list[str]) -> None:
         """Line 10: the noisy message of time t, one packed buffer to every neighbour."""
@@ -216,6 +224,6 @@ class RobustTracking:
                                           + problem.aggregate_vjp(x_i, self.ztilde))
         if self._box is not None:
             np.clip(X_next, -self._box, self._box, out=X_next)
-        if self._record is not None:
-            self._record(x_i, self.ytilde, self.ztilde)
+        for listener in self._tracker_listeners:
+            listener(x_i, self.ytilde, self.ztilde)
         self.X, self.y, self.z = X_next, y_next, z_next

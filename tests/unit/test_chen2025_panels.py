@@ -103,7 +103,10 @@ def test_tracker_diagnostics_from_the_agents_files(tmp_path):
 
     class Core:
         def __init__(self, X, g):
-            self.X, self.problem, self._record = X, Problem(g), None
+            self.X, self.problem, self.listeners = X, Problem(g), []
+
+        def add_tracker_listener(self, listener):
+            self.listeners.append(listener)
 
     class Method:
         def __init__(self, X, g):
@@ -114,7 +117,7 @@ def test_tracker_diagnostics_from_the_agents_files(tmp_path):
         log = TrackerLog(every=2)
         method = Method(X, g)
         log.attach(None, method)
-        assert method.core._record is log
+        assert method.core.listeners == [log]
         for _ in range(4):   # records iterations 1, 2, 4
             log(X[:1], np.array([y]), np.array([z]))
         log.save(tmp_path, k)

@@ -19,8 +19,8 @@ DIAGNOSTICS = ("consensus_error", "tracking_error", "ztilde_size")
 
 
 class TrackerLog:
-    """The ``record_trackers`` hook of one agent's Algorithm 1 (see
-    :mod:`mpi_privopt.problems.aggregative`), installed by :meth:`attach`."""
+    """A tracker listener of one agent's Algorithm 1 (``RobustTracking.add_tracker_listener``),
+    installed by :meth:`attach`."""
 
     def __init__(self, every: int) -> None:
         self.every = every
@@ -30,12 +30,9 @@ class TrackerLog:
                                       "aggregate": [], "stack": []}
 
     def attach(self, agent, algorithm) -> None:
-        """The engine's ``on_setup`` hook: record the method's trackers after each update.
-
-        The method looks the hook up on its problem when it is built (before ``on_setup``),
-        so it is set on the method's robust-tracking core directly."""
+        """The engine's ``on_setup`` hook: record the method's trackers after each update."""
         self.core = algorithm.core
-        self.core._record = self
+        self.core.add_tracker_listener(self)
 
     def __call__(self, x_i: np.ndarray, ytilde: np.ndarray, ztilde: np.ndarray) -> None:
         self.calls += 1  # engine iteration n = t + 1
