@@ -43,6 +43,14 @@ class NoiseWatch:
         self.scale: float | None = None
 
     def on_release(self, release, receivers: Sequence[int], phase: str, round: int) -> None:
+        self.watch(release)
+
+    def booker(self, receivers: Sequence[int]):
+        """The network's fast path for repeated broadcasts (as the ledger's): without it
+        every broadcast would fall back to ``on_release`` for every listener."""
+        return self.watch
+
+    def watch(self, release) -> None:
         event = release.event
         scale = getattr(event, "sigma", None)
         if scale is None:

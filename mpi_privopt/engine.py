@@ -22,7 +22,6 @@ import hashlib
 import math
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from time import perf_counter
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -188,7 +187,6 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
     name = cfg.run.name or cfg.algorithm.name
-    mode = cfg.run.evaluate
 
     agree(eval_comm, lambda: _confirm_same_config(eval_comm, cfg))
     agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name].check_agent_count(n_agents))

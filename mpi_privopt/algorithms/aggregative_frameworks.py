@@ -38,6 +38,16 @@ from .ldp_aggregative import _needs_aggregative_problem
 
 NO_NOISE = "noise off (sigma = 0): messages in the clear, loss unbounded"
 
+#: the per-block noise and sensitivity keys both frameworks check for >= 0
+NOISE_KEYS = {f"{key}_{b}": "the noise std at t = 0 (0: none)" if key == "sigma" else
+              "the sensitivity constant" for key in ("sigma", "sensitivity") for b in BLOCKS}
+
+
+def _noisy_blocks(params, make) -> tuple[dict, list[str]]:
+    """``make(b)`` for every block b with noise (sigma_b > 0), and the blocks sent clear."""
+    budgets = {b: make(b) for b in BLOCKS if getattr(params, f"sigma_{b}") > 0}
+    return budgets, [b for b in BLOCKS if b not in budgets]
+
 
 def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
     if len(blocks) < len(BLOCKS):
@@ -94,21 +104,16 @@ class PDOPAggregative(Algorithm):
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
                 "box", "samples")
-    non_negative = {f"{key}_{b}": "the noise std at t = 0 (0: none)" if key == "sigma" else
-                    "the sensitivity constant" for key in ("sigma", "sensitivity")
-                    for b in "xyz"}
+    non_negative = NOISE_KEYS
     choices = {}
     config_checks = (_needs_aggregative_problem,)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets = {b: GeometricBlock(getattr(params, f"sensitivity_{b}"),
-                                          getattr(params, f"lam_{b}0"),
-                                          getattr(params, f"rate_{b}"),
-                                          getattr(params, f"sigma_{b}"), params.noise_rate)
-                        for b in BLOCKS if getattr(params, f"sigma_{b}") > 0}
-        self.clear = [b for b in BLOCKS if b not in self.budgets]
+        self.budgets, self.clear = _noisy_blocks(params, lambda b: GeometricBlock(
+            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+            getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"), params.noise_rate))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -162,22 +167,17 @@ class TVSAggregative(Algorithm):
     pure_headline = True
     Params = TVSParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box")
-    non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)",
-                    **{f"{key}_{b}": "the noise std at t = 0 (0: none)" if key == "sigma"
-                       else "the sensitivity constant" for key in ("sigma", "sensitivity")
-                       for b in "xyz"}}
+    non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
     config_checks = (_needs_aggregative_problem,)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets = {b: SampledBlock(getattr(params, f"sensitivity_{b}"),
-                                        getattr(params, f"lam_{b}0"), getattr(params, f"v_{b}"),
-                                        getattr(params, f"sigma_{b}"), params.noise_growth,
-                                        params.batch_exponent)
-                        for b in BLOCKS if getattr(params, f"sigma_{b}") > 0}
-        self.clear = [b for b in BLOCKS if b not in self.budgets]
+        self.budgets, self.clear = _noisy_blocks(params, lambda b: SampledBlock(
+            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+            getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"), params.noise_growth,
+            params.batch_exponent))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1

@@ -27,13 +27,13 @@ depends on the first sample), so the budget grows without bound with T.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
 from ..privacy.ldp_budget import BlockBudget, accounting_label
 from ..privacy.mechanisms import LaplaceMechanism
-from .aggregative_parts import check_mixing, mixing_matrix, packed_release
+from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
+                                project_box)
 from .base import Algorithm, register
 from .ldp_aggregative import (PRESETS, _needs_aggregative_problem, per_agent_values,
                               tracker_noise)
@@ -159,11 +159,6 @@ def tracking_direction(problem, x: np.ndarray, trackers: TrackerPair) -> np.ndar
     return problem.grad_x(x, trackers.y) + problem.aggregate_vjp(x, trackers.z)
 
 
-def box_of(params) -> float | None:
-    """Omega_i's half-width, None for no projection."""
-    return params.box if math.isfinite(params.box) else None
-
-
 @register
 class AggregativeGT(Algorithm):
     __doc__ = __doc__
@@ -182,7 +177,6 @@ class AggregativeGT(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.trackers = TrackerPair(agent, params, self.name)
-        self._box = box_of(params)
         self.x = np.asarray(agent.problem.initial_block(), dtype=float).copy()
 
     def step(self, n: int) -> None:
@@ -190,9 +184,8 @@ class AggregativeGT(Algorithm):
         if n == 1:
             self.trackers.initialise(self.x)
         alpha = params.alpha0 * (t + 1.0) ** (-params.v_alpha)
-        x_next = self.x - alpha * tracking_direction(problem, self.x, self.trackers)
-        if self._box is not None:
-            np.clip(x_next, -self._box, self._box, out=x_next)
+        x_next = project_box(self.x - alpha * tracking_direction(problem, self.x, self.trackers),
+                             params.box)
         self.trackers.advance(self.x, x_next, t)
         self.x = x_next
 

@@ -147,6 +147,13 @@ def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np
     return Release(out, PackedLaplaceEvent(parts, owner=mechanism.owner, unit=mechanism.unit))
 
 
+def project_box(v: np.ndarray, box: float) -> np.ndarray:
+    """Pi_Omega for Omega = [-box, box] per coordinate, in place (box = inf: none)."""
+    if np.isfinite(box):
+        np.clip(v, -box, box, out=v)
+    return v
+
+
 class RobustTracking:
     """Algorithm 1's state on one agent and its two moves (Chen & Wang 2025, notes 2.4).
 
@@ -178,7 +185,7 @@ class RobustTracking:
         self.channel = agent.net.broadcast_channel("yzx", 2 * r + n, buffers=2)
         self.mechanism = LaplaceMechanism(agent.noise, owner=me, unit="record")
         self.method = method
-        self._box = box if np.isfinite(box) else None
+        self._box = box
         self.X = initial_stack(self.problem, self.layout)
         self.y = np.zeros(r)
         self.z = np.zeros(r)
@@ -222,8 +229,7 @@ class RobustTracking:
         X_next = self._consensus(self.X, heard["x"], beta)
         X_next[layout.own] -= lam["x"] * (problem.grad_x(x_i, self.ytilde)
                                           + problem.aggregate_vjp(x_i, self.ztilde))
-        if self._box is not None:
-            np.clip(X_next, -self._box, self._box, out=X_next)
+        project_box(X_next, self._box)
         for listener in self._tracker_listeners:
             listener(x_i, self.ytilde, self.ztilde)
         self.X, self.y, self.z = X_next, y_next, z_next

@@ -25,8 +25,9 @@ import dataclasses
 import numpy as np
 
 from ..errors import ConfigError
-from .aggregative_gt import (TrackerKeys, TrackerPair, box_of, tracking_direction,
+from .aggregative_gt import (TrackerKeys, TrackerPair, tracking_direction,
                              tracking_report)
+from .aggregative_parts import project_box
 from .base import Algorithm, register
 from .ldp_aggregative import PRESETS, _needs_aggregative_problem
 
@@ -64,16 +65,15 @@ class AggregativePAT(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.trackers = TrackerPair(agent, params, self.name)
-        self._box = box_of(params)
         self.x = np.asarray(agent.problem.initial_block(), dtype=float).copy()
 
     def step(self, n: int) -> None:
         params, problem = self.params, self.agent.problem
         if n == 1:
             self.trackers.initialise(self.x)
-        x_tilde = self.x - params.alpha * tracking_direction(problem, self.x, self.trackers)
-        if self._box is not None:
-            np.clip(x_tilde, -self._box, self._box, out=x_tilde)
+        x_tilde = project_box(self.x - params.alpha * tracking_direction(problem, self.x,
+                                                                         self.trackers),
+                              params.box)
         x_next = self.x + params.delta_step * (x_tilde - self.x)
         self.trackers.advance(self.x, x_next, n - 1)
         self.x = x_next
