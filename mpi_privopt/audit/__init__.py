@@ -1,0 +1,1 @@
+"""Empirical privacy audits: lower bounds on what crossed a link, against the ledger."""
