@@ -68,21 +68,26 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
     """A non-private run: its loss is unbounded; run the attack on it instead."""
     from ..attacks.inversion import SUPPORTED
     from ..attacks.runner import run_attack
+    from ..collective import agree
     from ..engine import build_graph
 
     name = cfg.algorithm.name
+    unbounded = (f"{name} sends its values without differential-privacy noise: its privacy "
+                 f"loss is unbounded (privacy.json says inf), so there is no bound to audit")
+
+    def check() -> None:
+        if name not in SUPPORTED:
+            raise ConfigError(f"{unbounded}, and there is no attack for it to run instead",
+                              f"attack one of: {', '.join(SUPPORTED)}; or audit a private "
+                              "method (zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl, p-admm)")
+    agree(comm, check)
     if comm.Get_rank() == 0:
-        print(f"mpi_privopt: {name} sends its values without differential-privacy noise: "
-              f"its privacy loss is unbounded (privacy.json says inf), so there is no "
-              f"bound to audit; running the curious-neighbour attack instead", flush=True)
-    if name not in SUPPORTED:
-        raise ConfigError(f"no attack for algorithm {name!r} either",
-                          f"attack one of: {', '.join(SUPPORTED)}; or audit a private "
-                          "method")
+        print(f"mpi_privopt: {unbounded}; running the curious-neighbour attack instead",
+              flush=True)
     if receiver is None:
         receiver = min(build_graph(cfg, comm.Get_size()).neighbors(target))
     report = run_attack(cfg, [receiver], target, out=args.out, comm=comm)
     if report is not None:
         print(f"attack by agent {receiver} on agent {target}: gradient relative error "
-              f"{report['gradient_relative_error']}, exact recovery: {report['exact']}")
+              f"{report['gradient_relative_error']:.3g}, exact recovery: {report['exact']}")
     return 0
