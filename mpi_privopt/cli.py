@@ -1,4 +1,4 @@
-"""Command line: ``python -m mpi_privopt {run, check, list, bench, privacy, report, reproduce}``.
+"""Command line: ``python -m mpi_privopt {run, check, list, bench, privacy, report, audit, reproduce}``.
 
 Launch runs under MPI, one rank per agent::
 
@@ -138,6 +138,12 @@ def cmd_report(args) -> int:
     return report_main(args)
 
 
+def cmd_audit(args) -> int:
+    from .audit.command import main as audit_main
+    cfg = load_agreed_config(args.config, args.overrides)
+    return audit_main(args, cfg)
+
+
 def cmd_reproduce(args) -> int:
     from .reproduce import run as reproduce_run
     return reproduce_run(args.name, args.options)
@@ -188,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory")
     p.add_argument("--png", default=None, help="also draw the three panels to this PNG file")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("audit", help="empirical privacy audit of a link: a lower bound "
+                                     "on mu against the ledger's (under mpiexec)")
+    _add_config_args(p)
+    from .audit.command import add_arguments as add_audit_arguments
+    add_audit_arguments(p)
+    p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("reproduce", help="reproduce a paper's experiments (gade2017 and gauthier2024 launch mpiexec)")
     p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")

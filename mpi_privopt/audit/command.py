@@ -1,0 +1,93 @@
+"""``python -m mpi_privopt audit EXPERIMENT [--link i,j | --all-links] [--target AGENT]
+[--trials N] [--confidence C] [--force] [--out DIR]`` (under mpiexec, one rank per agent)."""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigError
+
+
+def _link(text: str) -> tuple[int, int]:
+    try:
+        i, j = (int(a) for a in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--link {text!r} is not two agent ids i,j") from None
+    return i, j
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The audit command's options (cli.py adds the config arguments)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--link", type=_link, default=None, metavar="I,J",
+                       help="audit agent I's releases on the link to J (default: the "
+                            "target's smallest neighbour)")
+    where.add_argument("--all-links", action="store_true",
+                       help="also test the residual noise on every link of the graph")
+    parser.add_argument("--target", type=int, default=None,
+                        help="the audited agent (default 0, or I of --link)")
+    parser.add_argument("--trials", type=int, default=4000,
+                        help="independent worlds (default 4000; a multiple of 4)")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="confidence of the Clopper-Pearson bounds (default 0.95)")
+    parser.add_argument("--force", action="store_true",
+                        help="run even with fewer trials than the bound needs")
+    parser.add_argument("--out", default=None, help="run directory (audit.json goes there)")
+
+
+def main(args, cfg) -> int:
+    """Audit ``cfg`` (loaded and agreed by the caller) as ``args`` asks; print on rank 0."""
+    from mpi4py import MPI
+
+    from .runner import format_report, is_auditable, run_audit
+
+    target = args.target if args.target is not None else (args.link[0] if args.link else 0)
+    receiver = None
+    if args.link is not None:
+        if args.target is not None and args.target != args.link[0]:
+            raise ConfigError(f"--target {args.target} and --link {args.link[0]},"
+                              f"{args.link[1]} name different agents",
+                              "the audited agent is the link's sender: drop --target")
+        receiver = args.link[1]
+    if not 0 < args.confidence < 1:
+        raise ConfigError(f"--confidence {args.confidence} must be in (0, 1)",
+                          "e.g. --confidence 0.95")
+    comm = MPI.COMM_WORLD
+    if not is_auditable(cfg):
+        return _unbounded(cfg, target, receiver, args, comm)
+    report = run_audit(cfg, target=target, receiver=receiver, all_links=args.all_links,
+                       trials=args.trials, confidence=args.confidence, force=args.force,
+                       out=args.out, comm=comm)
+    if report is not None:
+        print(format_report(report))
+        print(f"audit.json in {report['run_dir']}")
+    passed = comm.bcast(report["passed"] if report is not None else None)
+    return 0 if passed else 1
+
+
+def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
+    """A non-private run: its loss is unbounded; run the attack on it instead."""
+    from ..attacks.inversion import SUPPORTED
+    from ..attacks.runner import run_attack
+    from ..collective import agree
+    from ..engine import build_graph
+
+    name = cfg.algorithm.name
+    unbounded = (f"{name} sends its values without differential-privacy noise: its privacy "
+                 f"loss is unbounded (privacy.json says inf), so there is no bound to audit")
+
+    def check() -> None:
+        if name not in SUPPORTED:
+            raise ConfigError(f"{unbounded}, and there is no attack for it to run instead",
+                              f"attack one of: {', '.join(SUPPORTED)}; or audit a private "
+                              "method (zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl, p-admm)")
+    agree(comm, check)
+    if comm.Get_rank() == 0:
+        print(f"mpi_privopt: {unbounded}; running the curious-neighbour attack instead",
+              flush=True)
+    if receiver is None:
+        receiver = min(build_graph(cfg, comm.Get_size()).neighbors(target))
+    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm)
+    if report is not None:
+        print(f"attack by agent {receiver} on agent {target}: gradient relative error "
+              f"{report['gradient_relative_error']:.3g}, exact recovery: {report['exact']}")
+    return 0

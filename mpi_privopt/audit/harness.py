@@ -1,0 +1,250 @@
+"""What an audit attaches to the agents of a run: the trial harness and the wire recorders.
+
+:class:`TrialHarness` (on the target) wraps the target's mechanism. Each time the method
+releases, it lets the real release go on the wire (the midpoint world, no canary), asks
+the method's :mod:`.canary` entry for the clean values of the two canary worlds at this
+step, and releases those for every trial at once through a copy of the same mechanism
+object (the real ``release`` code: rounding, sensitivity, event, noise draw) with the
+audit's own noise stream: one vectorised release of shape (trials, P) per step. Each trial
+is a world ``b = +-1`` drawn once per trial; the harness keeps, per trial, the Gaussian
+likelihood-ratio statistic of the residuals along the shift, and the standardised noise
+for the variance and independence tests.
+
+Why the trials may share the wire's history: the LR statistic's law depends only on the
+shifts ``clean(+1) - clean(-1)``, not on the midpoint, and DP composition holds for any
+sequence of neighbouring pairs an adversary chooses, including one fixed by another run's
+outputs. So the trials audit the release path (noise, sensitivity, booking) exactly; what
+they do not exercise, the network's delivery on each link, :class:`WireRecorder` checks
+on the run itself (every link's residuals ``received - clean``).
+
+:class:`MembershipTrials` (also on the target) is the membership-inference attack of an
+observer of the link: worlds "canary in" (``s = +1``) and "out" (``s = 0``), a score from
+the released messages alone (their projection on the canary direction, weighted by the
+public noise schedule).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..privacy.noise import FastNoise
+from .canary import canary_gradient
+
+__all__ = ["AUDIT_NOISE_TAG", "MembershipTrials", "TrialHarness", "WireRecorder",
+           "audit_noise", "mechanism_of", "trial_worlds"]
+
+#: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags)
+AUDIT_NOISE_TAG = 0x4E010A01
+
+
+def audit_noise(agent_noise, seed: int, target: int):
+    """The trials' noise: a fast stream of its own, or fresh secure noise in secure mode."""
+    if agent_noise.mode != "fast":
+        return agent_noise
+    return FastNoise(np.random.SeedSequence(seed, spawn_key=(AUDIT_NOISE_TAG, target, 0)))
+
+
+def trial_worlds(seed: int, target: int, trials: int, stream: int) -> np.ndarray:
+    """``trials`` booleans, exactly half True, in a seeded random order."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(AUDIT_NOISE_TAG,
+                                                                        target, stream)))
+    worlds = np.arange(trials) < trials // 2
+    rng.shuffle(worlds)
+    return worlds
+
+
+def mechanism_of(algorithm):
+    """The additive-noise mechanism a method releases through."""
+    release = getattr(algorithm, "release", None)
+    mechanism = getattr(release, "mechanism", None)
+    if mechanism is None:
+        raise ConfigError(f"algorithm {getattr(algorithm, 'name', algorithm)!r} has no "
+                          "release mechanism the audit can wrap",
+                          "audit a method that releases through an IterateRelease")
+    return mechanism
+
+
+class _NoiseChecks:
+    """Running sums of standardised noise: squares and lag-1 products across steps."""
+
+    def __init__(self) -> None:
+        self.sum_squares = 0.0
+        self.count = 0
+        self.lag_products = 0.0
+        self.pairs = 0
+        self._previous: np.ndarray | None = None
+
+    def add(self, z: np.ndarray) -> None:
+        z = z.ravel()
+        self.sum_squares += float(np.dot(z, z))
+        self.count += z.size
+        if self._previous is not None and self._previous.shape == z.shape:
+            self.lag_products += float(np.dot(z, self._previous))
+            self.pairs += z.size
+        self._previous = z
+
+    def to_dict(self) -> dict:
+        return {"sum_squares": self.sum_squares, "count": self.count,
+                "lag_products": self.lag_products, "pairs": self.pairs}
+
+
+class TrialHarness:
+    """The white-box audit trials of one target (see the module docstring).
+
+    Parameters
+    ----------
+    agent, algorithm
+        The target and its method (from the engine's ``on_setup``).
+    clean_for : callable
+        The method's :data:`~.canary.COUNTERFACTUALS` entry.
+    u : numpy.ndarray
+        The canary direction.
+    positive : numpy.ndarray of bool
+        The world of each trial (True: ``b = +1``).
+    noise
+        The trials' noise source (:func:`audit_noise`).
+    """
+
+    def __init__(self, agent, algorithm, clean_for, u: np.ndarray, positive: np.ndarray,
+                 noise) -> None:
+        self.agent, self.algorithm, self.clean_for = agent, algorithm, clean_for
+        self.u = u
+        self.positive = positive
+        self.sign = np.where(positive, 1.0, -1.0)[:, None]
+        self.statistic = np.zeros(positive.size)
+        self.noise_checks = _NoiseChecks()
+        #: per release: sum of booked (D/sigma)^2 and of realised (||shift||/sigma)^2
+        self.booked_mu2 = 0.0
+        self.shift_mu2 = 0.0
+        #: the largest ||clean(+1) - clean(-1)|| / booked sensitivity seen
+        self.worst_shift_ratio = 0.0
+        #: the largest |clean(0) - released clean value| (the entry tracks its method)
+        self.worst_mismatch = 0.0
+        self.releases = 0
+        self.membership: MembershipTrials | None = None
+        self._trial_mechanism = None
+
+    def attach(self, mechanism, noise) -> None:
+        """Wrap ``mechanism.release`` (an instance attribute) on the target."""
+        self._trial_mechanism = copy.copy(mechanism)
+        vars(self._trial_mechanism).pop("release", None)  # the class's release, unwrapped
+        self._trial_mechanism.noise = noise
+        original = mechanism.release
+
+        def release(value, sensitivity, scale, out=None, record=None):
+            clean = np.array(value, dtype=float, copy=True)
+            result = original(value, sensitivity, scale, out=out, record=record)
+            self.on_release(clean, sensitivity, scale, record)
+            return result
+
+        mechanism.release = release
+
+    def on_release(self, clean: np.ndarray, sensitivity: float, scale: float,
+                   record) -> None:
+        problem = self.agent.problem
+        at = self.clean_for(self.algorithm, self.agent.net.round)
+        midpoint = at(np.zeros_like(clean))
+        self.worst_mismatch = max(self.worst_mismatch,
+                                  float(np.max(np.abs(midpoint - clean), initial=0.0)))
+        plus = at(canary_gradient(problem, self.u, 1.0))
+        minus = at(canary_gradient(problem, self.u, -1.0))
+        values = np.where(self.sign > 0, plus, minus)
+        trial = self._trial_mechanism.release(values, sensitivity, scale, record=record)
+        event = trial.event
+        sigma, booked = float(event.sigma), float(event.sensitivity)
+        shift = plus - minus
+        centre = 0.5 * (plus + minus)
+        self.statistic += (trial.payload - centre) @ (shift / (sigma * sigma))
+        self.noise_checks.add((trial.payload - values) / sigma)
+        self.booked_mu2 += (booked / sigma) ** 2
+        norm = float(np.linalg.norm(shift))
+        self.shift_mu2 += (norm / sigma) ** 2
+        if booked > 0:
+            self.worst_shift_ratio = max(self.worst_shift_ratio, norm / booked)
+        self.releases += 1
+        if self.membership is not None:
+            self.membership.on_release(self._trial_mechanism, clean, plus, sensitivity,
+                                       scale, record, booked, sigma)
+
+    def to_dict(self) -> dict:
+        out = {"statistic": self.statistic, "positive": self.positive,
+               "noise": self.noise_checks.to_dict(), "booked_mu": float(np.sqrt(self.booked_mu2)),
+               "shift_mu": float(np.sqrt(self.shift_mu2)),
+               "worst_shift_ratio": self.worst_shift_ratio,
+               "worst_mismatch": self.worst_mismatch, "releases": self.releases,
+               "direction": self.u}
+        if self.membership is not None:
+            out["membership"] = self.membership.to_dict()
+        return out
+
+
+class MembershipTrials:
+    """An observer's membership-inference attack on the link's messages.
+
+    World "in" (``member``): the canary is a record of the target (``s = +1``); "out": it is
+    not (the wire's own clean value). The observer's score is what it can compute from the
+    messages and the public schedule: ``sum_n <y_n, u> D_n / sigma_n^2``.
+    """
+
+    def __init__(self, member: np.ndarray, u: np.ndarray) -> None:
+        self.member = member
+        self.u = u
+        self.score = np.zeros(member.size)
+
+    def on_release(self, mechanism, clean: np.ndarray, plus: np.ndarray, sensitivity: float,
+                   scale: float, record, booked: float, sigma: float) -> None:
+        values = np.where(self.member[:, None], plus, clean)
+        trial = mechanism.release(values, sensitivity, scale, record=record)
+        self.score += (trial.payload @ self.u) * (booked / (sigma * sigma))
+
+    def to_dict(self) -> dict:
+        return {"score": self.score, "member": self.member}
+
+
+class WireRecorder:
+    """One agent's view of the wire: the clean value and booked noise of each of its
+    releases, and every block it receives (keyed by round and source).
+
+    Attached to every agent: the residual of link ``s -> r`` at round n is what ``r``
+    received from ``s`` minus the clean value ``s`` released, which must be noise of the
+    booked scale, independent across rounds.
+    """
+
+    def __init__(self, agent_id: int) -> None:
+        self.agent = agent_id
+        self.sent: dict[int, tuple[np.ndarray, float]] = {}
+        self.received: dict[tuple[int, int], np.ndarray] = {}
+
+    def attach(self, agent, mechanism) -> None:
+        original = mechanism.release
+        net = agent.net
+
+        def release(value, sensitivity, scale, out=None, record=None):
+            clean = np.array(value, dtype=float, copy=True)
+            result = original(value, sensitivity, scale, out=out, record=record)
+            self.sent[net.round] = (clean, float(getattr(result.event, "sigma", np.nan)))
+            return result
+
+        mechanism.release = release
+        net.receive_listeners.append(self)
+
+    def on_receive(self, data: np.ndarray, sources: Sequence[int], phase: str,
+                   round: int) -> None:
+        for row, source in zip(data, sources):
+            self.received[(int(round), int(source))] = np.array(row, copy=True)
+
+
+def link_residuals(sent: dict[int, tuple[np.ndarray, float]],
+                   received: dict[tuple[int, int], np.ndarray], source: int) -> _NoiseChecks:
+    """The standardised residuals of link ``source -> receiver``, round by round."""
+    checks = _NoiseChecks()
+    for round_ in sorted(sent):
+        clean, sigma = sent[round_]
+        got = received.get((round_, source))
+        if got is None or not np.isfinite(sigma) or sigma <= 0:
+            continue
+        checks.add((got - clean) / sigma)
+    return checks

@@ -1,0 +1,293 @@
+"""Run a configuration under MPI with the audit attached; turn the trials into bounds.
+
+Every rank calls :func:`run_audit`. The engine runs the configuration unchanged (the
+midpoint world, no canary, on the wire); every agent records its releases and what it
+receives (:class:`~.harness.WireRecorder`); the target runs the trials at each of its
+releases (:class:`~.harness.TrialHarness`). After the run rank 0 pools the records (over
+the world communicator, outside the protocol) and computes the verdicts.
+
+Verdicts (each a flag; the audit passes when none is raised):
+
+* ``mu``: the Clopper-Pearson lower bound on the GDP mu exceeds the ledger's mu for the
+  audited link;
+* ``trial-variance`` / ``trial-independence``: the trials' standardised noise is not of
+  the booked variance, or is correlated from one release to the next;
+* ``wire-variance`` / ``wire-independence`` on a link: the same tests on what really
+  crossed the link (``received - clean``), on the audited link or, with ``--all-links``,
+  on every link of the graph.
+
+Each test flags at p < :data:`TEST_LEVEL` (fixed seeds make the verdicts repeatable).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from time import perf_counter
+
+import numpy as np
+from mpi4py import MPI
+
+from ..algorithms import ALGORITHMS
+from ..collective import agree
+from ..config import Config
+from ..engine import build_graph, run
+from ..errors import ConfigError
+from ..privacy.ledger import Ledger
+from . import stats
+from .canary import canary_direction, counterfactual
+from .harness import (MembershipTrials, TrialHarness, WireRecorder, audit_noise,
+                      link_residuals, mechanism_of, trial_worlds)
+
+__all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_auditable"]
+
+#: p-value below which a noise test flags
+TEST_LEVEL = 1e-6
+#: confidence of the Clopper-Pearson bounds
+DEFAULT_CONFIDENCE = 0.95
+#: the share of the ledger's mu the trials must be able to reach (issue 16's acceptance)
+REACH = 0.5
+
+
+def is_auditable(cfg: Config) -> bool:
+    """Whether ``cfg`` is a private run the white-box audit applies to (else its loss is
+    unbounded, or the method has no audit yet: :func:`~.canary.counterfactual` says)."""
+    method = ALGORITHMS[cfg.algorithm.name]
+    return bool(getattr(method, "private", False)) and not getattr(
+        cfg.algorithm.params, "noiseless", False)
+
+
+def planned_mu(schedule, iterations: int) -> float:
+    """The GDP mu a link sees from a schedule calibrated per unit sensitivity:
+    ``sqrt(sum_n (1 / sigma_n(D = 1))^2)`` over the run's releases."""
+    return math.sqrt(sum(schedule.scale(n, 1.0) ** -2 for n in range(1, iterations + 1)))
+
+
+def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -> None:
+    n = graph.number_of_nodes()
+    counterfactual(cfg.algorithm.name)
+    if not 0 <= target < n:
+        raise ConfigError(f"audit target {target} is not an agent (0..{n - 1})",
+                          "name an agent of the graph with --target or --link")
+    if receiver is not None and not graph.has_edge(target, receiver):
+        raise ConfigError(f"{target},{receiver} is not a link of the graph (agent {target}'s "
+                          f"neighbours: {sorted(graph.neighbors(target))})",
+                          "audit a link i,j between graph neighbours")
+    if trials < 16 or trials % 4:
+        raise ConfigError(f"--trials {trials} must be a multiple of 4, at least 16",
+                          "e.g. --trials 4000 (half per world, half of those select the "
+                          "threshold)")
+
+
+def _trials_check(mu: float, trials: int, confidence: float, force: bool) -> dict:
+    needed = stats.trials_needed(mu, confidence, REACH)
+    enough = needed is not None and trials >= needed
+    if not enough and not force:
+        reach = (f"at least {needed} trials" if needed is not None
+                 else "more trials than an audit can run (the bound saturates)")
+        raise ConfigError(
+            f"{trials} trials are too few for the bound to reach {REACH:g} of the "
+            f"ledger's mu = {mu:.4g} at confidence {confidence:g}: it needs {reach}",
+            f"rerun with --trials {needed}" if needed is not None else
+            "add --force to run anyway (the bound will be loose)")
+    return {"needed": needed, "enough": enough}
+
+
+def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
+              all_links: bool = False, trials: int = 4000,
+              confidence: float = DEFAULT_CONFIDENCE, force: bool = False,
+              membership: bool = True, out: str | None = None,
+              comm: MPI.Intracomm | None = None) -> dict | None:
+    """Audit agent ``target``'s releases on the link to ``receiver`` (its smallest
+    neighbour by default) over one run of ``cfg``.
+
+    Returns
+    -------
+    dict or None
+        On rank 0 the audit report (also ``audit.json`` in the run directory); None on the
+        other ranks.
+    """
+    comm = comm or MPI.COMM_WORLD
+    graph = build_graph(cfg, comm.Get_size())
+    agree(comm, lambda: _check(cfg, graph, target, receiver, trials))
+    if receiver is None:
+        receiver = min(graph.neighbors(target))
+    clean_for = counterfactual(cfg.algorithm.name)
+    seed = cfg.run.seed
+    wire: WireRecorder | None = None
+    harness: TrialHarness | None = None
+    ledger: Ledger | None = None
+    plan: dict = {}
+
+    def on_setup(agent, algorithm) -> None:
+        nonlocal wire, harness, ledger
+        ledger = next(l for l in agent.net.listeners if isinstance(l, Ledger))
+        mechanism = mechanism_of(algorithm)
+        wire = WireRecorder(agent.id)
+        wire.attach(agent, mechanism)
+        if agent.id == target:
+            mu = planned_mu(algorithm.schedule, agent.iterations)
+            plan.update(planned_mu=mu, **agree(
+                comm, lambda: _trials_check(mu, trials, confidence, force)))
+            u = canary_direction(agent.problem)
+            noise = audit_noise(agent.noise, seed, target)
+            harness = TrialHarness(agent, algorithm, clean_for, u,
+                                   trial_worlds(seed, target, trials, 1), noise)
+            if membership:
+                harness.membership = MembershipTrials(trial_worlds(seed, target, trials, 2), u)
+            harness.attach(mechanism, noise)
+        else:
+            agree(comm, lambda: None)
+
+    start = perf_counter()
+    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
+    seconds = perf_counter() - start
+    links = {j: acc for j, acc in ledger.links.items()}
+    mine = {
+        "agent": wire.agent, "sent": wire.sent, "received": wire.received,
+        "ledger": {j: {"mu2": acc.mu2, "rho": acc.rho, "gaussian_only": acc.gaussian_only,
+                       "epsilon": acc.epsilon(cfg.privacy.delta)["best"]}
+                   for j, acc in links.items()},
+        "harness": harness.to_dict() if harness is not None else None,
+        "plan": plan or None,
+    }
+    records = comm.gather(mine, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
+                       seconds, trials)
+    report["run_dir"] = result.run_dir
+    if out is not None or result is not None:
+        Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _noise_tests(checks: dict) -> dict:
+    return {"variance": stats.variance_test(checks["sum_squares"], checks["count"]),
+            "independence": stats.lag_correlation_test(checks["lag_products"],
+                                                       checks["pairs"])}
+
+
+def _flagged(tests: dict) -> list[str]:
+    return [name for name, test in tests.items()
+            if test.get("p_value") is not None and test["p_value"] < TEST_LEVEL]
+
+
+def membership_attack(score: np.ndarray, member: np.ndarray, confidence: float) -> dict:
+    """The observer's best threshold rule ("member iff +-score > t") chosen on the first
+    half of the trials, its advantage TPR - FPR measured on the second half, with a
+    Clopper-Pearson lower bound."""
+    half = score.size // 2
+    best = (-math.inf, 1.0, 0.0)
+    for sign in (1.0, -1.0):
+        s, m = sign * score[:half], member[:half]
+        t = np.unique(s)
+        tpr = (m.sum() - np.searchsorted(np.sort(s[m]), t, side="right")) / m.sum()
+        fpr = ((~m).sum() - np.searchsorted(np.sort(s[~m]), t, side="right")) / (~m).sum()
+        i = int(np.argmax(tpr - fpr))
+        if tpr[i] - fpr[i] > best[0]:
+            best = (tpr[i] - fpr[i], sign, float(t[i]))
+    _, sign, threshold = best
+    s, m = sign * score[half:], member[half:]
+    guess = s > threshold
+    tp, fp = int((guess & m).sum()), int((guess & ~m).sum())
+    pos, neg = int(m.sum()), int((~m).sum())
+    a = 1.0 - confidence
+    tpr_lo = float(stats.clopper_pearson(tp, pos, a)[0])
+    fpr_hi = float(stats.clopper_pearson(fp, neg, a)[1])
+    return {"advantage": tp / pos - fp / neg, "advantage_lower": tpr_lo - fpr_hi,
+            "tpr": tp / pos, "fpr": fp / neg, "trials": int(score.size - half)}
+
+
+def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: int,
+              all_links: bool, confidence: float, seconds: float, trials: int) -> dict:
+    """The audit report from every rank's records (rank 0)."""
+    by_agent = {r["agent"]: r for r in records}
+    me = by_agent[target]
+    h = me["harness"]
+    delta = cfg.privacy.delta
+    ledger = me["ledger"][receiver]
+    ledger_mu = math.sqrt(ledger["mu2"]) if ledger["gaussian_only"] else math.nan
+    bound = stats.midpoint_audit(h["statistic"], h["positive"], confidence, delta)
+    flags = []
+    if bound["mu_lower"] > ledger_mu:
+        flags.append(f"mu: lower bound {bound['mu_lower']:.4g} > ledger mu {ledger_mu:.4g} "
+                     f"on link {target}->{receiver}")
+    trial_tests = _noise_tests(h["noise"])
+    flags += [f"trial-{name}: p = {trial_tests[name]['p_value']:.3g}"
+              for name in _flagged(trial_tests)]
+    pairs = ([(s, r) for s, r in sorted(graph.to_directed().edges())] if all_links
+             else [(target, receiver)])
+    wire = {}
+    for s, r in pairs:
+        checks = link_residuals(by_agent[s]["sent"], by_agent[r]["received"], s).to_dict()
+        tests = _noise_tests(checks)
+        wire[f"{s}->{r}"] = tests
+        flags += [f"wire-{name} on link {s}->{r}: p = {tests[name]['p_value']:.3g}"
+                  for name in _flagged(tests)]
+    report = {
+        "algorithm": cfg.algorithm.name, "agents": graph.number_of_nodes(),
+        "link": [target, receiver], "all_links": all_links, "trials": trials,
+        "iterations": cfg.run.iterations, "releases": h["releases"],
+        "confidence": confidence, "delta": delta, "seed": cfg.run.seed,
+        "noise_mode": cfg.privacy.noise,
+        "ledger_mu": ledger_mu, "ledger_mu_from_rho": math.sqrt(2.0 * ledger["rho"]),
+        "ledger_epsilon": ledger["epsilon"],
+        "planned_mu": me["plan"]["planned_mu"], "trials_needed": me["plan"]["needed"],
+        "trials_enough": me["plan"]["enough"],
+        "booked_mu": h["booked_mu"], "shift_mu": h["shift_mu"],
+        "worst_shift_ratio": h["worst_shift_ratio"], "worst_mismatch": h["worst_mismatch"],
+        "bound": dict(bound), "gap_ratio": bound["mu_lower"] / ledger_mu,
+        "trial_noise": trial_tests, "wire": wire,
+        "seconds": seconds, "flags": flags, "passed": not flags,
+    }
+    if "membership" in h:
+        attack = membership_attack(h["membership"]["score"], h["membership"]["member"],
+                                   confidence)
+        attack["gdp_bound"] = stats.mi_advantage_bound(ledger_mu)
+        attack["eps_delta_bound"] = stats.eps_advantage_bound(ledger["epsilon"], delta)
+        report["membership"] = attack
+    return report
+
+
+def format_report(report: dict) -> str:
+    """The audit report as the command prints it."""
+    b = report["bound"]
+    i, j = report["link"]
+    lines = [
+        f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
+        f"{report['releases']} releases, {report['trials']} trials, seed {report['seed']}, "
+        f"{report['noise_mode']} noise)",
+        f"  ledger mu           {report['ledger_mu']:.4f}   (sqrt(2 rho) = "
+        f"{report['ledger_mu_from_rho']:.4f}; epsilon {report['ledger_epsilon']:.4g} at "
+        f"delta {report['delta']:g})",
+        f"  audited mu >=       {b['mu_lower']:.4f}   (gap ratio {report['gap_ratio']:.3f}; "
+        f"FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR {b['fnr']:.4f} <= "
+        f"{b['fnr_upper']:.4f}, Clopper-Pearson at {b['confidence']:g})",
+        f"  epsilon >=          {b['eps_lower']:.4f}   at delta {b['delta']:g} (reported, "
+        f"not asserted: far below the ledger's at feasible trial counts)",
+        f"  realised shift mu   {report['shift_mu']:.4f}   (largest shift / booked "
+        f"sensitivity {report['worst_shift_ratio']:.4f})",
+    ]
+    t = report["trial_noise"]
+    lines.append(f"  trial noise         variance ratio {t['variance']['variance_ratio']:.4f} "
+                 f"(p {t['variance']['p_value']:.3g}), lag-1 correlation "
+                 f"{t['independence']['correlation']:.4f} (p {t['independence']['p_value']:.3g})")
+    for link, tests in report["wire"].items():
+        v, ind = tests["variance"], tests["independence"]
+        if v["values"]:
+            lines.append(f"  wire {link:<14} variance ratio {v['variance_ratio']:.4f} "
+                         f"(p {v['p_value']:.3g}), lag-1 correlation "
+                         f"{ind['correlation']:.4f} (p {ind['p_value']:.3g})")
+    if "membership" in report:
+        m = report["membership"]
+        lines.append(f"  membership attack   advantage {m['advantage']:.4f} (>= "
+                     f"{m['advantage_lower']:.4f}) vs GDP bound 2 Phi(mu/2) - 1 = "
+                     f"{m['gdp_bound']:.4f}; (epsilon, delta) bound {m['eps_delta_bound']:.4f}")
+    if not report["trials_enough"]:
+        lines.append(f"  note: --force with fewer trials than the "
+                     f"{report['trials_needed']} needed to reach half the ledger's mu")
+    lines.append(f"  time                {report['seconds']:.2f} s")
+    lines.append("verdict: PASS" if report["passed"] else
+                 "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in report["flags"]))
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""``python -m mpi_privopt audit`` as a user runs it: real mpiexec jobs (issue 16's bad input).
+
+One message from one rank, a non-zero status and no traceback for what cannot be audited;
+a non-private method is said to have an unbounded loss and is attacked instead.
+"""
+import sys
+
+from launch_util import needs_mpiexec, run_mpiexec
+
+TIME_LIMIT = 180
+SHORT = ["--set", "run.iterations=20", "--set", "run.eval_every=20"]
+
+
+def audit(*args):
+    return run_mpiexec(4, [sys.executable, "-m", "mpi4py", "-m", "mpi_privopt", "audit",
+                           *args], timeout=TIME_LIMIT)
+
+
+@needs_mpiexec
+def test_too_few_trials_says_how_many_are_needed_and_runs_only_with_force(tmp_path):
+    refused = audit("gauthier2024-ridge", "--trials", "16", *SHORT)
+    assert refused.returncode == 2
+    assert "too few" in refused.stderr and "rerun with --trials 72" in refused.stderr
+    assert refused.stderr.count("mpi_privopt: error:") == 1
+    assert "Traceback" not in refused.stderr
+    forced = audit("gauthier2024-ridge", "--trials", "16", "--force", *SHORT,
+                   "--out", str(tmp_path / "forced"))
+    assert forced.returncode == 0, forced.stderr
+    assert "note: --force" in forced.stdout and "verdict: PASS" in forced.stdout
+    assert (tmp_path / "forced" / "audit.json").exists()
+
+
+@needs_mpiexec
+def test_a_non_private_method_is_unbounded_and_attacked_instead(tmp_path):
+    done = audit("dgd-ridge", *SHORT, "--out", str(tmp_path / "dgd"))
+    assert done.returncode == 0, done.stderr
+    assert "privacy loss is unbounded" in done.stdout
+    assert "exact recovery: True" in done.stdout
+    refused = audit("admm-ridge", *SHORT)
+    assert refused.returncode == 2
+    assert "unbounded" in refused.stderr and "no attack" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+@needs_mpiexec
+def test_a_link_that_is_not_an_edge_is_refused():
+    refused = audit("gauthier2024-ridge", "--link", "0,0", *SHORT)
+    assert refused.returncode == 2
+    assert "is not a link of the graph" in refused.stderr
+    assert "Traceback" not in refused.stderr
