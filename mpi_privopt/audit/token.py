@@ -25,7 +25,7 @@ import numpy as np
 
 from ..algorithms.gradient_admm import iteration
 from ..errors import ConfigError
-from .harness import _NoiseChecks
+from .harness import TrialStatistics
 
 __all__ = ["CANARY_RECORD", "TokenTrials", "check_token_audit", "token_link"]
 
@@ -71,11 +71,7 @@ class TokenTrials:
         self.u = u
         self.positive = positive
         self.noise = noise
-        self.statistic = np.zeros(positive.size)
-        self.noise_checks = _NoiseChecks()
-        self.booked_mu2 = self.shift_mu2 = 0.0
-        self.worst_shift_ratio = 0.0
-        self.releases = 0
+        self.trials = TrialStatistics(positive)
 
     def attach(self) -> None:
         algorithm = self.algorithm
@@ -109,21 +105,8 @@ class TokenTrials:
         finally:
             vars(records).pop("gradient", None)
             a.noise[c] = chain_noise
-        sigma = p.sigma
         booked = a.noise[0].effective_sensitivity(p.eta * a.delta_radius, n)
-        shift = plus - minus
-        values = np.where(self.positive[:, None], plus, minus)
-        self.statistic += (payload - 0.5 * (plus + minus)) @ (shift / sigma ** 2)
-        self.noise_checks.add((payload - values) / sigma)
-        self.booked_mu2 += (booked / sigma) ** 2
-        norm = float(np.linalg.norm(shift))
-        self.shift_mu2 += (norm / sigma) ** 2
-        self.worst_shift_ratio = max(self.worst_shift_ratio, norm / booked)
-        self.releases += 1
+        self.trials.add(payload, plus, minus, p.sigma, booked)
 
     def to_dict(self) -> dict:
-        return {"statistic": self.statistic, "positive": self.positive,
-                "noise": self.noise_checks.to_dict(),
-                "booked_mu": math.sqrt(self.booked_mu2), "shift_mu": math.sqrt(self.shift_mu2),
-                "worst_shift_ratio": self.worst_shift_ratio, "worst_mismatch": None,
-                "releases": self.releases, "direction": self.u}
+        return {**self.trials.to_dict(), "worst_mismatch": None, "direction": self.u}
