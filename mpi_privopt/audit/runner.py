@@ -75,6 +75,11 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -
     if not 0 <= target < n:
         raise ConfigError(f"audit target {target} is not an agent (0..{n - 1})",
                           "name an agent of the graph with --target or --link")
+    if graph.degree(target) == 0:
+        raise ConfigError(f"agent {target} has no link to audit ({n} agent"
+                          f"{'s' if n != 1 else ''} in the run)",
+                          "start several agents: mpiexec -n K python -m mpi4py -m "
+                          "mpi_privopt audit ...")
     if receiver is not None and not graph.has_edge(target, receiver):
         raise ConfigError(f"{target},{receiver} is not a link of the graph (agent {target}'s "
                           f"neighbours: {sorted(graph.neighbors(target))})",

@@ -60,9 +60,13 @@ def test_the_correct_build_passes_and_the_bound_stays_below_the_ledger(comm, sha
     # the ledger's mu is that of the exact Gaussian composition of what it booked
     assert report["ledger_mu"] == pytest.approx(report["ledger_mu_from_rho"], rel=1e-9)
     assert report["booked_mu"] == pytest.approx(ledger, rel=1e-9)
-    # the canary moves the release by at most the booked sensitivity (the linearised
-    # methods: exactly; P-ADMM: less, through the data's curvature)
-    assert report["worst_shift_ratio"] <= 1.0 + 1e-9
+    # the canary moves the release by at most the booked sensitivity: the linearised
+    # methods exactly (the step's real response equals Lemma I's bound), P-ADMM less
+    # (through the data's curvature)
+    if method == "p-admm":
+        assert 0.5 < report["worst_shift_ratio"] < 1.0
+    else:
+        assert report["worst_shift_ratio"] == pytest.approx(1.0, rel=1e-9)
     # the method's counterfactual entry reproduces the value the method released
     assert report["worst_mismatch"] < 1e-9
     # the membership attack stays within the Gaussian-DP bound, which is far below the
