@@ -142,7 +142,7 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
         worlds = trial_worlds(seed, target, trials, 1)
         if token:
             receiver = agree(comm, lambda: _token_receiver(algorithm, target, receiver))
-            observer, uses = token_link(algorithm.plans[0], target)
+            _, uses = token_link(algorithm.plans[0], target)
             if is_target:
                 harness = TokenTrials(agent, algorithm, canary_direction(agent.problem),
                                       worlds, audit_noise(algorithm.noise[0], seed, target))
@@ -170,12 +170,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     start = perf_counter()
     result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
     seconds = perf_counter() - start
-    links = {j: acc for j, acc in ledger.links.items()}
     mine = {
         "agent": wire.agent, "sent": wire.sent, "received": wire.received,
         "ledger": {j: {"mu2": acc.mu2, "rho": acc.rho, "gaussian_only": acc.gaussian_only,
                        "epsilon": acc.epsilon(cfg.privacy.delta)["best"]}
-                   for j, acc in links.items()},
+                   for j, acc in ledger.links.items()},
         "harness": harness.to_dict() if harness is not None else None,
         "plan": plan or None,
     }
@@ -185,8 +184,7 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
                        seconds, trials)
     report["run_dir"] = result.run_dir
-    if out is not None or result is not None:
-        Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
+    Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
