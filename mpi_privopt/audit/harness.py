@@ -32,9 +32,11 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.noise import FastNoise
 from .canary import canary_gradient
+from .stats import gaussian_lr_weights
 
-__all__ = ["AUDIT_NOISE_TAG", "MembershipTrials", "TrialHarness", "WireRecorder",
-           "audit_noise", "mechanism_of", "trial_worlds"]
+__all__ = ["AUDIT_NOISE_TAG", "MembershipTrials", "NoiseChecks", "TrialHarness",
+           "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
+           "trial_worlds"]
 
 #: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags)
 AUDIT_NOISE_TAG = 0x4E010A01
@@ -67,8 +69,9 @@ def mechanism_of(algorithm):
     return mechanism
 
 
-class _NoiseChecks:
-    """Running sums of standardised noise: squares and lag-1 products across steps."""
+class NoiseChecks:
+    """Running sums of standardised noise: squares and lag-1 products across steps (for
+    :func:`~.stats.variance_test` and :func:`~.stats.lag_correlation_test`)."""
 
     def __init__(self) -> None:
         self.sum_squares = 0.0
@@ -89,6 +92,47 @@ class _NoiseChecks:
     def to_dict(self) -> dict:
         return {"sum_squares": self.sum_squares, "count": self.count,
                 "lag_products": self.lag_products, "pairs": self.pairs}
+
+
+class TrialStatistics:
+    """What the trials of one target accumulate, release by release.
+
+    Per trial the Gaussian log-likelihood ratio ``sum_n <y_n - m_n, c+_n - c-_n> /
+    sigma_n^2`` (``m_n`` the midpoint of the two worlds' clean values); the standardised
+    noise ``(y_n - c_b,n) / sigma_n`` for the noise tests; the booked mu (sensitivity over
+    sigma) and the realised one (the canary's real shift over sigma).
+    """
+
+    def __init__(self, positive: np.ndarray) -> None:
+        self.positive = positive
+        self.statistic = np.zeros(positive.size)
+        self.noise = NoiseChecks()
+        self.booked_mu2 = 0.0
+        self.shift_mu2 = 0.0
+        #: the largest ||c+ - c-|| / booked sensitivity seen
+        self.worst_shift_ratio = 0.0
+        self.releases = 0
+
+    def add(self, payload: np.ndarray, plus: np.ndarray, minus: np.ndarray, sigma: float,
+            booked: float) -> None:
+        """One release of every trial: ``payload[t]`` released from ``plus`` (trial t in
+        world +1) or ``minus``, with noise ``sigma`` and booked sensitivity ``booked``."""
+        shift = plus - minus
+        values = np.where(self.positive[:, None], plus, minus)
+        self.statistic += (payload - 0.5 * (plus + minus)) @ gaussian_lr_weights(shift, sigma)
+        self.noise.add((payload - values) / sigma)
+        self.booked_mu2 += (booked / sigma) ** 2
+        norm = float(np.linalg.norm(shift))
+        self.shift_mu2 += (norm / sigma) ** 2
+        if booked > 0:
+            self.worst_shift_ratio = max(self.worst_shift_ratio, norm / booked)
+        self.releases += 1
+
+    def to_dict(self) -> dict:
+        return {"statistic": self.statistic, "positive": self.positive,
+                "noise": self.noise.to_dict(), "booked_mu": float(np.sqrt(self.booked_mu2)),
+                "shift_mu": float(np.sqrt(self.shift_mu2)),
+                "worst_shift_ratio": self.worst_shift_ratio, "releases": self.releases}
 
 
 class TrialHarness:
@@ -113,17 +157,9 @@ class TrialHarness:
         self.agent, self.algorithm, self.clean_for = agent, algorithm, clean_for
         self.u = u
         self.positive = positive
-        self.sign = np.where(positive, 1.0, -1.0)[:, None]
-        self.statistic = np.zeros(positive.size)
-        self.noise_checks = _NoiseChecks()
-        #: per release: sum of booked (D/sigma)^2 and of realised (||shift||/sigma)^2
-        self.booked_mu2 = 0.0
-        self.shift_mu2 = 0.0
-        #: the largest ||clean(+1) - clean(-1)|| / booked sensitivity seen
-        self.worst_shift_ratio = 0.0
+        self.trials = TrialStatistics(positive)
         #: the largest |clean(0) - released clean value| (the entry tracks its method)
         self.worst_mismatch = 0.0
-        self.releases = 0
         self.membership: MembershipTrials | None = None
         self._trial_mechanism = None
 
@@ -151,30 +187,16 @@ class TrialHarness:
                                   float(np.max(np.abs(midpoint - clean), initial=0.0)))
         plus = at(canary_gradient(problem, self.u, 1.0))
         minus = at(canary_gradient(problem, self.u, -1.0))
-        values = np.where(self.sign > 0, plus, minus)
+        values = np.where(self.positive[:, None], plus, minus)
         trial = self._trial_mechanism.release(values, sensitivity, scale, record=record)
-        event = trial.event
-        sigma, booked = float(event.sigma), float(event.sensitivity)
-        shift = plus - minus
-        centre = 0.5 * (plus + minus)
-        self.statistic += (trial.payload - centre) @ (shift / (sigma * sigma))
-        self.noise_checks.add((trial.payload - values) / sigma)
-        self.booked_mu2 += (booked / sigma) ** 2
-        norm = float(np.linalg.norm(shift))
-        self.shift_mu2 += (norm / sigma) ** 2
-        if booked > 0:
-            self.worst_shift_ratio = max(self.worst_shift_ratio, norm / booked)
-        self.releases += 1
+        sigma, booked = float(trial.event.sigma), float(trial.event.sensitivity)
+        self.trials.add(trial.payload, plus, minus, sigma, booked)
         if self.membership is not None:
             self.membership.on_release(self._trial_mechanism, clean, plus, sensitivity,
                                        scale, record, booked, sigma)
 
     def to_dict(self) -> dict:
-        out = {"statistic": self.statistic, "positive": self.positive,
-               "noise": self.noise_checks.to_dict(), "booked_mu": float(np.sqrt(self.booked_mu2)),
-               "shift_mu": float(np.sqrt(self.shift_mu2)),
-               "worst_shift_ratio": self.worst_shift_ratio,
-               "worst_mismatch": self.worst_mismatch, "releases": self.releases,
+        out = {**self.trials.to_dict(), "worst_mismatch": self.worst_mismatch,
                "direction": self.u}
         if self.membership is not None:
             out["membership"] = self.membership.to_dict()
@@ -238,9 +260,9 @@ class WireRecorder:
 
 
 def link_residuals(sent: dict[int, tuple[np.ndarray, float]],
-                   received: dict[tuple[int, int], np.ndarray], source: int) -> _NoiseChecks:
+                   received: dict[tuple[int, int], np.ndarray], source: int) -> NoiseChecks:
     """The standardised residuals of link ``source -> receiver``, round by round."""
-    checks = _NoiseChecks()
+    checks = NoiseChecks()
     for round_ in sorted(sent):
         clean, sigma = sent[round_]
         got = received.get((round_, source))

@@ -38,6 +38,7 @@ from . import stats
 from .canary import canary_direction, counterfactual
 from .harness import (MembershipTrials, TrialHarness, WireRecorder, audit_noise,
                       link_residuals, mechanism_of, trial_worlds)
+from .token import TokenTrials, check_token_audit, token_link
 
 __all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_auditable"]
 
@@ -47,6 +48,8 @@ TEST_LEVEL = 1e-6
 DEFAULT_CONFIDENCE = 0.95
 #: the share of the ledger's mu the trials must be able to reach (issue 16's acceptance)
 REACH = 0.5
+#: the method audited through its token iterations (:mod:`.token`), not a mechanism
+TOKEN = "token-admm"
 
 
 def is_auditable(cfg: Config) -> bool:
@@ -65,10 +68,18 @@ def planned_mu(schedule, iterations: int) -> float:
 
 def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -> None:
     n = graph.number_of_nodes()
-    counterfactual(cfg.algorithm.name)
+    if cfg.algorithm.name == TOKEN:
+        check_token_audit(cfg)
+    else:
+        counterfactual(cfg.algorithm.name)
     if not 0 <= target < n:
         raise ConfigError(f"audit target {target} is not an agent (0..{n - 1})",
                           "name an agent of the graph with --target or --link")
+    if graph.degree(target) == 0:
+        raise ConfigError(f"agent {target} has no link to audit ({n} agent"
+                          f"{'s' if n != 1 else ''} in the run)",
+                          "start several agents: mpiexec -n K python -m mpi4py -m "
+                          "mpi_privopt audit ...")
     if receiver is not None and not graph.has_edge(target, receiver):
         raise ConfigError(f"{target},{receiver} is not a link of the graph (agent {target}'s "
                           f"neighbours: {sorted(graph.neighbors(target))})",
@@ -110,29 +121,46 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     comm = comm or MPI.COMM_WORLD
     graph = build_graph(cfg, comm.Get_size())
     agree(comm, lambda: _check(cfg, graph, target, receiver, trials))
-    if receiver is None:
+    token = cfg.algorithm.name == TOKEN
+    if receiver is None and not token:
         receiver = min(graph.neighbors(target))
-    clean_for = counterfactual(cfg.algorithm.name)
+    clean_for = None if token else counterfactual(cfg.algorithm.name)
     seed = cfg.run.seed
     wire: WireRecorder | None = None
-    harness: TrialHarness | None = None
+    harness: TrialHarness | TokenTrials | None = None
     ledger: Ledger | None = None
     plan: dict = {}
 
+    def check_trials(mu: float) -> None:
+        plan.update(planned_mu=mu, **_trials_check(mu, trials, confidence, force))
+
     def on_setup(agent, algorithm) -> None:
-        nonlocal wire, harness, ledger
+        nonlocal wire, harness, ledger, receiver
         ledger = next(l for l in agent.net.listeners if isinstance(l, Ledger))
-        mechanism = mechanism_of(algorithm)
         wire = WireRecorder(agent.id)
+        is_target = agent.id == target
+        worlds = trial_worlds(seed, target, trials, 1)
+        if token:
+            receiver = agree(comm, lambda: _token_receiver(algorithm, target, receiver))
+            _, uses = token_link(algorithm.plans[0], target)
+            if is_target:
+                harness = TokenTrials(agent, algorithm, canary_direction(agent.problem),
+                                      worlds, audit_noise(algorithm.noise[0], seed, target))
+                booked = algorithm.noise[0].effective_sensitivity(
+                    algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
+                agree(comm, lambda: check_trials(
+                    math.sqrt(uses) * booked / algorithm.params.sigma))
+                harness.attach()
+            else:
+                agree(comm, lambda: None)
+            return
+        mechanism = mechanism_of(algorithm)
         wire.attach(agent, mechanism)
-        if agent.id == target:
-            mu = planned_mu(algorithm.schedule, agent.iterations)
-            plan.update(planned_mu=mu, **agree(
-                comm, lambda: _trials_check(mu, trials, confidence, force)))
+        if is_target:
+            agree(comm, lambda: check_trials(planned_mu(algorithm.schedule, agent.iterations)))
             u = canary_direction(agent.problem)
             noise = audit_noise(agent.noise, seed, target)
-            harness = TrialHarness(agent, algorithm, clean_for, u,
-                                   trial_worlds(seed, target, trials, 1), noise)
+            harness = TrialHarness(agent, algorithm, clean_for, u, worlds, noise)
             if membership:
                 harness.membership = MembershipTrials(trial_worlds(seed, target, trials, 2), u)
             harness.attach(mechanism, noise)
@@ -142,12 +170,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     start = perf_counter()
     result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
     seconds = perf_counter() - start
-    links = {j: acc for j, acc in ledger.links.items()}
     mine = {
         "agent": wire.agent, "sent": wire.sent, "received": wire.received,
         "ledger": {j: {"mu2": acc.mu2, "rho": acc.rho, "gaussian_only": acc.gaussian_only,
                        "epsilon": acc.epsilon(cfg.privacy.delta)["best"]}
-                   for j, acc in links.items()},
+                   for j, acc in ledger.links.items()},
         "harness": harness.to_dict() if harness is not None else None,
         "plan": plan or None,
     }
@@ -157,9 +184,18 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
                        seconds, trials)
     report["run_dir"] = result.run_dir
-    if out is not None or result is not None:
-        Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
+    Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _token_receiver(algorithm, target: int, receiver: int | None) -> int:
+    """The neighbour that observes the target's canary iterations (``--link`` must name it)."""
+    observer, _ = token_link(algorithm.plans[0], target)
+    if receiver is not None and receiver != observer:
+        raise ConfigError(f"agent {target}'s token goes to agent {observer} after its canary "
+                          f"iterations, not to {receiver}",
+                          f"audit the link {target},{observer} (or leave out --link)")
+    return observer
 
 
 def _noise_tests(checks: dict) -> dict:
@@ -207,7 +243,10 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
     h = me["harness"]
     delta = cfg.privacy.delta
     ledger = me["ledger"][receiver]
-    ledger_mu = math.sqrt(ledger["mu2"]) if ledger["gaussian_only"] else math.nan
+    # a token's releases are booked as zCDP (the amplification transform resolves them);
+    # the ones this link saw of the canary's record are Gaussian (k = 0): mu = sqrt(2 rho)
+    exact = ledger["gaussian_only"]
+    ledger_mu = math.sqrt(ledger["mu2"] if exact else 2.0 * ledger["rho"])
     bound = stats.midpoint_audit(h["statistic"], h["positive"], confidence, delta)
     flags = []
     if bound["mu_lower"] > ledger_mu:
@@ -232,6 +271,7 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
         "confidence": confidence, "delta": delta, "seed": cfg.run.seed,
         "noise_mode": cfg.privacy.noise,
         "ledger_mu": ledger_mu, "ledger_mu_from_rho": math.sqrt(2.0 * ledger["rho"]),
+        "ledger_mu_source": "exact Gaussian composition" if exact else "sqrt(2 rho)",
         "ledger_epsilon": ledger["epsilon"],
         "planned_mu": me["plan"]["planned_mu"], "trials_needed": me["plan"]["needed"],
         "trials_enough": me["plan"]["enough"],
@@ -241,7 +281,7 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
         "trial_noise": trial_tests, "wire": wire,
         "seconds": seconds, "flags": flags, "passed": not flags,
     }
-    if "membership" in h:
+    if h.get("membership") is not None:
         attack = membership_attack(h["membership"]["score"], h["membership"]["member"],
                                    confidence)
         attack["gdp_bound"] = stats.mi_advantage_bound(ledger_mu)

@@ -5,7 +5,7 @@ a non-private method is said to have an unbounded loss and is attacked instead.
 """
 import sys
 
-from launch_util import needs_mpiexec, run_mpiexec
+from launch_util import needs_mpiexec, run_child, run_mpiexec
 
 TIME_LIMIT = 180
 SHORT = ["--set", "run.iterations=20", "--set", "run.eval_every=20"]
@@ -48,3 +48,11 @@ def test_a_link_that_is_not_an_edge_is_refused():
     assert refused.returncode == 2
     assert "is not a link of the graph" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_one_agent_has_no_link_to_audit():
+    alone = run_child([sys.executable, "-m", "mpi_privopt", "audit", "gauthier2024-ridge"],
+                      timeout=TIME_LIMIT)
+    assert alone.returncode == 2
+    assert "has no link to audit" in alone.stderr and "mpiexec -n K" in alone.stderr
+    assert "Traceback" not in alone.stderr
