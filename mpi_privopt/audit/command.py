@@ -1,5 +1,6 @@
 """``python -m mpi_privopt audit EXPERIMENT [--link i,j | --all-links] [--target AGENT]
-[--trials N] [--confidence C] [--force] [--out DIR]`` (under mpiexec, one rank per agent)."""
+[--trials N | --one-run [--canaries M] [--guesses R]] [--confidence C] [--force] [--out DIR]``
+(under mpiexec, one rank per agent)."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="run even with fewer trials than the bound needs")
     parser.add_argument("--out", default=None, help="run directory (audit.json goes there)")
+    parser.add_argument("--one-run", action="store_true",
+                        help="audit with many canaries in this one run (Steinke, Nasr & "
+                             "Jagielski 2023) instead of trials: an epsilon lower bound")
+    parser.add_argument("--canaries", type=int, default=None,
+                        help="--one-run: canaries, one per feature (default: every feature)")
+    parser.add_argument("--guesses", type=int, default=None,
+                        help="--one-run: signs guessed (default: planned from the schedule)")
 
 
 def main(args, cfg) -> int:
@@ -54,6 +62,8 @@ def main(args, cfg) -> int:
     comm = MPI.COMM_WORLD
     if not is_auditable(cfg):
         return _unbounded(cfg, target, receiver, args, comm)
+    if args.one_run:
+        return _one_run(cfg, target, receiver, args, comm)
     report = run_audit(cfg, target=target, receiver=receiver, all_links=args.all_links,
                        trials=args.trials, confidence=args.confidence, force=args.force,
                        out=args.out, comm=comm)
@@ -91,3 +101,17 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
         print(f"attack by agent {receiver} on agent {target}: gradient relative error "
               f"{report['gradient_relative_error']:.3g}, exact recovery: {report['exact']}")
     return 0
+
+
+def _one_run(cfg, target: int, receiver: int | None, args, comm) -> int:
+    """``--one-run``: the canaries' epsilon lower bound against the ledger's."""
+    from .one_run_runner import format_one_run, run_one_run_audit
+
+    report = run_one_run_audit(cfg, target=target, receiver=receiver,
+                               canaries=args.canaries, guesses=args.guesses,
+                               confidence=args.confidence, out=args.out, comm=comm)
+    if report is not None:
+        print(format_one_run(report))
+        print(f"one-run-audit.json in {report['run_dir']}")
+    passed = comm.bcast(report["passed"] if report is not None else None)
+    return 0 if passed else 1

@@ -38,7 +38,8 @@ from .harness import AUDIT_NOISE_TAG, audit_noise, mechanism_of
 from .one_run import best_possible_bound, epsilon_lower_bound, sign_guesses
 from .runner import planned_mu
 
-__all__ = ["OneRunHarness", "plan_guesses", "run_one_run_audit", "canary_signs"]
+__all__ = ["OneRunHarness", "plan_guesses", "run_one_run_audit", "canary_signs",
+           "format_one_run"]
 
 #: methods whose clean value is affine in the canary term
 AFFINE_METHODS = ("zcdp-nfl", "eps-delta-nfl", "zcdp-grad-nfl")
@@ -122,7 +123,8 @@ class OneRunHarness:
         self.releases += 1
 
 
-def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int) -> None:
+def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int,
+           guesses: int | None) -> None:
     n = graph.number_of_nodes()
     counterfactual(cfg.algorithm.name)
     if cfg.algorithm.name not in AFFINE_METHODS:
@@ -134,6 +136,9 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int)
         raise ConfigError(f"agent {target} and link {target},{receiver} must be in the graph",
                           "name an agent and one of its neighbours")
     features = cfg.problem.features
+    if guesses is not None and not 1 <= guesses <= canaries:
+        raise ConfigError(f"--guesses {guesses} must be between 1 and the {canaries} canaries",
+                          "guess at most as many signs as there are canaries")
     if not 1 <= canaries <= features:
         raise ConfigError(f"{canaries} canaries in orthogonal directions need that many "
                           f"features; the problem has {features}",
@@ -155,7 +160,7 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     comm = comm or MPI.COMM_WORLD
     m = int(canaries if canaries is not None else cfg.problem.features)
     graph = build_graph(cfg, comm.Get_size())
-    agree(comm, lambda: _check(cfg, graph, target, receiver, m))
+    agree(comm, lambda: _check(cfg, graph, target, receiver, m, guesses))
     receiver = min(graph.neighbors(target)) if receiver is None else receiver
     signs = canary_signs(cfg.run.seed, target, m)
     held: dict = {}
@@ -202,3 +207,21 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     report["run_dir"] = result.run_dir
     Path(result.run_dir, "one-run-audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def format_one_run(report: dict) -> str:
+    """The one-run report as the command prints it."""
+    i, j = report["link"]
+    verdict = ("verdict: PASS" if report["passed"] else
+               f"verdict: FAIL\n  - epsilon lower bound {report['epsilon_lower']:.4g} > ledger "
+               f"epsilon {report['ledger_epsilon']:.4g} on link {i}->{j}")
+    return "\n".join([
+        f"one-run audit of {report['algorithm']} on link {i}->{j} ({report['canaries']} "
+        f"canaries in {report['features']} features, {report['releases']} releases)",
+        f"  ledger epsilon      {report['ledger_epsilon']:.4f}   at delta {report['delta']:g} "
+        f"(mu {report['ledger_mu']:.4f})",
+        f"  epsilon >=          {report['epsilon_lower']:.4f}   ({report['correct']} of "
+        f"{report['guesses']} signs guessed right, confidence {report['confidence']:g}; at "
+        f"best {report['best_possible']:.4f} with {report['guesses']} guesses)",
+        f"  time                {report['seconds']:.2f} s",
+        verdict])

@@ -56,3 +56,16 @@ def test_one_agent_has_no_link_to_audit():
     assert alone.returncode == 2
     assert "has no link to audit" in alone.stderr and "mpiexec -n K" in alone.stderr
     assert "Traceback" not in alone.stderr
+
+
+@needs_mpiexec
+def test_one_run_audit_from_the_command_line(tmp_path):
+    done = audit("gauthier2024-ridge", "--one-run", "--canaries", "8", *SHORT,
+                 "--out", str(tmp_path / "one"))
+    assert done.returncode == 0, done.stderr
+    assert "one-run audit of zcdp-nfl" in done.stdout and "verdict: PASS" in done.stdout
+    assert (tmp_path / "one" / "one-run-audit.json").exists()
+    refused = audit("gauthier2024-ridge", "--one-run", "--canaries", "9", *SHORT)
+    assert refused.returncode == 2
+    assert refused.stderr.count("mpi_privopt: error:") == 1
+    assert "9 canaries" in refused.stderr and "Traceback" not in refused.stderr
