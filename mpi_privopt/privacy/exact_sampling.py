@@ -147,14 +147,20 @@ def bernoulli(p: Fraction, words: Words) -> bool:
 
 
 def bernoulli_exp(gamma: Fraction, words: Words) -> bool:
-    """``Bernoulli(exp(-gamma))`` for a rational ``gamma >= 0`` (CKS20 Algorithm 1)."""
-    whole = math.floor(gamma)
-    for _ in range(whole):
-        if not bernoulli_exp(Fraction(1), words):
+    """``Bernoulli(exp(-gamma))`` for a rational ``gamma >= 0`` (CKS20 Algorithm 1):
+    ``exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma))``."""
+    gamma = Fraction(gamma)
+    while gamma > 1:
+        if not _bernoulli_exp_unit(Fraction(1), words):
             return False
-    frac = gamma - whole
+        gamma -= 1
+    return _bernoulli_exp_unit(gamma, words)
+
+
+def _bernoulli_exp_unit(gamma: Fraction, words: Words) -> bool:
+    """Algorithm 1 proper, for ``0 <= gamma <= 1``."""
     k = 1
-    while bernoulli(frac / k, words):
+    while bernoulli(gamma / k, words):
         k += 1
     return k % 2 == 1
 
@@ -304,6 +310,8 @@ def geometric_exp1(m: int, words: Words) -> np.ndarray:
         v += below
     for i in np.flatnonzero(r == _EXP_NEG_WHOLE[v + 1]):  # undecided at 64 bits
         v[i] = geometric_exact(int(r[i]), words)
+    if v.size and v.max() >= _V_LIMIT:
+        _overflow()
     return v
 
 
@@ -351,6 +359,12 @@ def laplace_parameters(scale: float) -> tuple[int, int]:
     return num, den.bit_length() - 1
 
 
+def _floor_log2(r: Fraction) -> int:
+    """``floor(log2 r)`` for a rational ``r > 0``, exactly."""
+    k = r.numerator.bit_length() - r.denominator.bit_length()
+    return k if r >= Fraction(2) ** k else k - 1
+
+
 class _GaussianConstants:
     """Exact constants of the Gaussian's test for one ``sigma`` (module docstring)."""
 
@@ -359,7 +373,7 @@ class _GaussianConstants:
         if not s >= 1:
             raise ValueError(f"discrete_gaussian needs sigma >= 1, got {sigma!r}")
         self.sigma = s
-        self.j = max(0, round(math.log2(sigma)))
+        self.j = max(0, (_floor_log2(s * s) + 1) // 2)  # round(log2 sigma), exactly
         self.t = 1 << self.j
         self.mu = s * s / self.t  # sigma^2 / t
         zb = _Z_BITS
