@@ -3,8 +3,9 @@
 tests/cluster/multi_host.sh does the work (installs openssh-server from the distribution
 when missing, builds three network namespaces with their own hostnames and sshd joined by a
 bridge in a fourth, runs the default experiment on 6 ranks from host1 through ssh with the
-transport forced to TCP, checks summary.json, traffic.json's cross-host marks and the TCP
-connections between hosts, and removes everything it made); this test runs it and skips
+transport forced to TCP, checks summary.json, traffic.json's cross-host marks, the TCP
+connections between hosts and that one host gives the same models bit for bit, and removes
+everything it made); this test runs it and skips
 with the script's reason where it cannot (not root, no network namespaces, no apt-get).
 About half a minute on an idle machine, plus the install.
 """
@@ -33,4 +34,6 @@ def test_one_world_across_three_hosts_over_tcp(tmp_path):
     assert "links cross hosts" in proc.stdout and "host2 <-> host3 TCP" in proc.stdout
     # the report marks the links between hosts
     assert "links across hosts (* in the bytes matrix)" in proc.stdout
+    # placement does not change the result: the same run on one host, bit for bit
+    assert "final models 6 x 8 bitwise equal" in proc.stdout
     assert "deleted namespace" in proc.stdout  # cleaned up after itself
