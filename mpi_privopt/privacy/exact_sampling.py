@@ -13,7 +13,7 @@ Algorithm 1 (``Bernoulli(exp(-gamma))`` for ``gamma`` in [0, 1])
     ``[K odd]``. A trial ``Bernoulli(gamma / K)`` is drawn as ``Bernoulli(gamma) AND
     Bernoulli(1 / K)`` (independent; their product has probability ``gamma / K``), and
     ``Bernoulli(a / b)`` as ``[uniform integer in [0, b) < a]``. For ``gamma > 1``,
-    ``exp(-gamma) = exp(-gamma / n)^n`` with an integer ``n >= gamma``.
+    ``exp(-gamma) = exp(-1)^floor(gamma) exp(-frac(gamma))`` (:func:`bernoulli_exp`).
 
 Algorithm 2 (discrete Laplace ``DLap(t / 2^h)``, ``P(y) ~ exp(-|y| 2^h / t)``)
     ``U`` uniform in ``[0, t)``, kept with probability ``exp(-U / t)`` (Algorithm 1);
@@ -22,7 +22,7 @@ Algorithm 2 (discrete Laplace ``DLap(t / 2^h)``, ``P(y) ~ exp(-|y| 2^h / t)``)
     ``V = #{v >= 1 : W < e^-v}``; the 64-bit prefix ``R`` of ``W`` decides every comparison
     with the exact integer ``floor(e^-v 2^64)`` except ``R = floor(e^-v 2^64)`` (probability
     ``2^-64``), which extends ``W`` by further words against ever tighter exact bounds of
-    ``e^-v`` (:func:`exp_neg_bounds`).
+    ``e^-v`` (:func:`exp_neg_bounds`, :func:`geometric_exact`).
 
 Algorithm 3 (discrete Gaussian ``N_Z(0, sigma^2)``, ``P(y) ~ exp(-y^2 / (2 sigma^2))``)
     A proposal ``Y ~ DLap(t)`` with ``t = 2^j``, ``j = max(0, round(log2 sigma))`` (any
@@ -30,20 +30,24 @@ Algorithm 3 (discrete Gaussian ``N_Z(0, sigma^2)``, ``P(y) ~ exp(-y^2 / (2 sigma
     ``j``-bit word), accepted with probability ``exp(-gamma)``,
     ``gamma = (|Y| - sigma^2/t)^2 / (2 sigma^2)``. Algorithm 2's own test on ``U`` is merged
     into this one: ``Bernoulli(exp(-U/t)) AND Bernoulli(exp(-gamma)) =
-    Bernoulli(exp(-(U/t + gamma)))``, one Algorithm 1 instead of two.
+    Bernoulli(exp(-E))`` with ``E = U/t + gamma``.
 
-The Gaussian's exponent ``E = U/t + gamma`` is irrational-free but its exact rational value
-needs about 200 bits, so its trials are decided lazily, as exact samplers do (e.g. Karney
-2016): ``E`` is enclosed in an integer interval ``[G_lo, G_hi] * 2^-53`` computed with int64
-arithmetic and exact rational constants (``_Z_BITS`` fractional bits on
-``z = (|Y| - sigma^2/t) / sigma``; ``gamma = z^2 / 2``); a trial ``Bernoulli(E / n)`` draws a
-53-bit uniform ``R`` (the leading bits of a uniform ``W`` in [0, 1)) and is decided when
-``n (R + 1) <= G_lo`` (then ``W < E / n`` whatever the further bits) or ``n R >= G_hi`` (then
-``W >= E / n``). Otherwise (probability about ``1e-7`` per trial) the trial is finished
-exactly with Python fractions: ``Bernoulli(clamp(E 2^53 / n - R, 0, 1))`` (``W``'s remaining
-bits are a fresh uniform). Draws whose ``|z|`` would overflow the enclosure
-(``|z| >= 2^(31 - _Z_BITS)``, probability below ``1e-9``) get their whole test exactly in
-Python. Every decision therefore equals the exact one.
+The Gaussian's exponent ``E`` is rational, but its exact value needs about 200 bits, so its
+test is decided lazily, as exact samplers do (e.g. Karney 2016). ``E`` is enclosed in an
+integer interval ``[E_lo, E_hi] * 2^-53`` computed with int64 arithmetic and exact rational
+constants (``_Z_BITS`` fractional bits on ``z = (|Y| - sigma^2/t) / sigma``;
+``gamma = z^2 / 2``). With ``F = floor(E_lo 2^10)``, so that ``F / 2^10 <= E``,
+``exp(-E) = e^-(F >> 10) * e^-((F mod 2^10) / 2^10) * exp(-delta)`` with
+``delta = E - F / 2^10`` in ``[0, 2^-10 + width)``: three independent trials. The first two
+compare a uniform ``W``'s 64-bit prefix with exact tables of ``floor(e^-x 2^64)`` (equality,
+probability ``2^-64``, is finished by :func:`below_exp_neg`). The third is Algorithm 1 on
+``delta``, whose trials ``Bernoulli(delta)`` draw a 53-bit prefix ``R`` of a uniform and are
+decided when ``R + 1 <= delta_lo`` or ``R >= delta_hi`` (enclosure ends, in units of
+``2^-53``); otherwise (probability about ``1e-7`` per trial) exactly with Python fractions,
+``Bernoulli(clamp(delta 2^53 - R, 0, 1))`` (the uniform's remaining bits are a fresh
+uniform). Draws whose ``|z|`` would overflow the enclosure (``|z| >= 2^(31 - _Z_BITS)``,
+probability below ``1e-9``) get their whole test exactly in Python (:func:`bernoulli_exp`).
+Every decision therefore equals the exact one.
 
 Uniform words come from a :class:`CipherWords` stream: ChaCha20 (the ``cryptography``
 package, i.e. OpenSSL) keyed with 32 bytes of OS entropy (``os.urandom``). A test may pass a
