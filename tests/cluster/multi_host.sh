@@ -172,10 +172,15 @@ else
   "$venv/bin/python" -c 'from mpi4py import MPI; import sys
 sys.exit("Open MPI" not in MPI.Get_library_version())' 2>/dev/null ||
     export MPI4PY_LIBMPI=${MULTIHOST_LIBMPI:-libmpi.so.40}
+  # Open MPI forwards no environment by default: PATH, the library mpi4py loads, and the
+  # BLAS/OpenMP settings (numpy's OpenBLAS picks other kernels without OPENBLAS_CORETYPE,
+  # and its results then differ in the last bits from the one-host run's)
+  forward=(-x PATH ${MPI4PY_LIBMPI:+-x MPI4PY_LIBMPI})
+  for name in $(compgen -e | grep -E '^(OPENBLAS_|OMP_|MKL_)'); do forward+=(-x "$name"); done
   launch=("$mpiexec" --hostfile "$work/hostfile" -n $((slots * ${#hosts[@]}))
-          --allow-run-as-root --mca plm_rsh_agent "$work/ssh"
+          --allow-run-as-root --mca plm_rsh_agent "$work/ssh" --bind-to none
           --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
-          --mca pml ob1 -x PATH ${MPI4PY_LIBMPI:+-x MPI4PY_LIBMPI})
+          --mca pml ob1 "${forward[@]}")
 fi
 echo "hostfile ($flavour):"; sed 's/^/  /' "$work/hostfile"
 declare -A rx_before
@@ -243,7 +248,7 @@ grep -m 2 "$net.12:[0-9]* *$net.13:\|$net.13:[0-9]* *$net.12:" "$work/host2-tcp.
 # -- 6. the same run on one host gives the same models, bit for bit -------------------------
 one=("$mpiexec" -n $((slots * ${#hosts[@]})))
 [ $flavour = openmpi ] &&
-  one+=(--allow-run-as-root --oversubscribe -x PATH ${MPI4PY_LIBMPI:+-x MPI4PY_LIBMPI})
+  one+=(--allow-run-as-root --oversubscribe --bind-to none "${forward[@]}")
 (cd "$here" && timeout "$timeout_s" "${one[@]}" "$venv/bin/python" -m mpi4py \
      -m mpi_privopt run --out "$work/one-host" "$@") > "$work/one-host.log" 2>&1 ||
     fail "the one-host run failed: $(tail -n 3 "$work/one-host.log")"
