@@ -14,8 +14,8 @@ never tuned to the sample:
 Fast mode uses fixed seeds, so its checks are deterministic. Secure mode draws from OS
 entropy and cannot be seeded: a 5-SE check then fails by chance with probability ~6e-7,
 and the KS test is declared failed only if two independent samples both give p <= 1e-3
-(chance 1e-6), while a wrong law fails both. The secure samples are kept small (50 000
-draws per law, about 1.5 s of CPU in all) so the file runs in a few seconds.
+(chance 1e-6), while a wrong law fails both. The secure samples (50 000 draws per law)
+take a few milliseconds; tests/unit/test_exact_sampling.py checks the exact laws.
 """
 from __future__ import annotations
 
