@@ -334,7 +334,7 @@ def finish(s: Session) -> RunResult | None:
     if not s.root:
         return None
 
-    traffic = assemble_matrices(all_rows, n_agents)
+    traffic = assemble_matrices(all_rows, n_agents, hosts)
     privacy = privacy_report(ledgers, s.cfg.privacy.delta, s.noise.mode)
     summary = _summary(s, traffic, privacy, comm_seconds)
     summary.hosts, summary.collective_path = hosts, collective_path

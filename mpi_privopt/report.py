@@ -38,6 +38,10 @@ def load_run(run_dir: str | Path) -> dict:
                              for row in privacy["links"]["epsilon"]], dtype=float),
         "privacy": privacy,
         "summary": RunSummary.read(path),
+        # absent from runs written before the traffic file recorded hosts
+        "hosts": traffic.get("hosts"),
+        "cross_host": (np.array(traffic["cross_host"], dtype=bool)
+                       if "cross_host" in traffic else None),
     }
 
 
@@ -107,12 +111,32 @@ def _agents(path: Path) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _matrix_text(matrix: np.ndarray, fmt) -> list[str]:
+def _matrix_text(matrix: np.ndarray, fmt, mark: np.ndarray | None = None) -> list[str]:
+    """The matrix as text; cells where ``mark`` is True get a trailing ``*``."""
     K = matrix.shape[0]
     header = "      " + "".join(f"{j:>9}" for j in range(K))
     lines = [header]
     for i in range(K):
-        lines.append(f"{i:>5} " + "".join(f"{fmt(matrix[i, j]):>9}" for j in range(K)))
+        lines.append(f"{i:>5} " + "".join(
+            f"{fmt(matrix[i, j]) + ('' if mark is None else '*' if mark[i, j] else ' '):>9}"
+            for j in range(K)))
+    return lines
+
+
+def _hosts_text(run: dict) -> list[str]:
+    """Which agents ran where, and the links (and bytes) that crossed hosts."""
+    hosts, cross = run.get("hosts"), run.get("cross_host")
+    if not hosts or cross is None:
+        return []
+    names = sorted(set(hosts))
+    if len(names) == 1:
+        return [f"hosts: all {len(hosts)} agents ran on {names[0]}; no link crosses hosts"]
+    moved = run["bytes"]
+    used = moved > 0
+    lines = [f"\nlinks across hosts (* in the bytes matrix): {int((used & cross).sum())} of "
+             f"{int(used.sum())} links, {moved[cross].sum():.0f} of {moved.sum():.0f} bytes"]
+    lines += [f"  {name}: agents {', '.join(str(k) for k, h in enumerate(hosts) if h == name)}"
+              for name in names]
     return lines
 
 
@@ -151,7 +175,10 @@ def text_report(run: dict) -> str:
                  f"{run['bytes'].sum():.0f}, per link min {link_bytes.min() if link_bytes.size else 0:.0f} "
                  f"max {link_bytes.max() if link_bytes.size else 0:.0f}")
     if K <= SHOW_FULL:
-        lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}")
+        several = run.get("hosts") and len(set(run["hosts"])) > 1
+        lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}",
+                              run["cross_host"] & (run["bytes"] > 0) if several else None)
+    lines += _hosts_text(run)
     eps = run["epsilon"]
     finite = eps[~np.isnan(eps)]
     p = run["privacy"]

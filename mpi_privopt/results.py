@@ -187,6 +187,8 @@ class RunDirectory:
             "phases": matrices["phases"],
             "total": matrices["total"],
             "receive_seconds": receive_seconds,
+            # each agent's host, and True on the links between two hosts (sender != receiver)
+            **{key: matrices[key] for key in ("hosts", "cross_host") if key in matrices},
         })
 
     def write_privacy(self, report: dict) -> None:

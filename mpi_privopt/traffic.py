@@ -116,7 +116,15 @@ class TrafficMeter:
         return out
 
 
-def assemble_matrices(all_rows: Sequence[dict[str, dict[str, np.ndarray]]], n_agents: int) -> dict:
+def cross_host_links(hosts: Sequence[str]) -> np.ndarray:
+    """K x K booleans: True where agent ``i`` (sender) and ``j`` (receiver) ran on different
+    hosts, ``hosts[k]`` being agent k's host (``MPI_Get_processor_name``)."""
+    names = np.asarray(list(hosts), dtype=object)
+    return names[:, None] != names[None, :]
+
+
+def assemble_matrices(all_rows: Sequence[dict[str, dict[str, np.ndarray]]], n_agents: int,
+                      hosts: Sequence[str] | None = None) -> dict:
     """Stack the agents' rows into K x K matrices, by phase and in total.
 
     Parameters
@@ -125,6 +133,9 @@ def assemble_matrices(all_rows: Sequence[dict[str, dict[str, np.ndarray]]], n_ag
         ``all_rows[k]`` is ``TrafficMeter.rows()`` of agent k.
     n_agents : int
         K.
+    hosts : sequence of str, optional
+        Each agent's host: the result then also has ``"hosts"`` and ``"cross_host"``
+        (:func:`cross_host_links`), which marks the links whose bytes left a machine.
 
     Returns
     -------
@@ -144,4 +155,7 @@ def assemble_matrices(all_rows: Sequence[dict[str, dict[str, np.ndarray]]], n_ag
             result["phases"].setdefault(phase, {})[name] = matrix
             total += matrix
         result["total"][name] = total
+    if hosts is not None:
+        result["hosts"] = list(hosts)
+        result["cross_host"] = cross_host_links(hosts)
     return result

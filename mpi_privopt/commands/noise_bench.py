@@ -4,12 +4,15 @@ Usage::
 
     python -m mpi_privopt.commands.noise_bench [--json PATH] [--repeats N] [--budget SECONDS]
 
-Prints a Markdown table of the time per draw (best of ``--repeats`` runs; wall clock, and
+Prints a Markdown table of the time per draw (best of ``--repeats`` rounds, each round
+timing the fast and the secure draw one after the other; wall clock, and
 the process CPU time, which does not count time lost to other processes on a busy machine)
 and the ratio secure/fast. A secure draw of 10^6 coordinates that takes more than 60 s is
 measured once (the table says so); one projected (from the 10^3 draw) to take more than
 ``--budget`` seconds is not run and the table says that, with the projection. Without
-OpenDP the secure rows say it is not installed.
+the ``secure`` extra (``cryptography``) the secure rows say it is not installed.
+Alternating rounds keep the ratio comparable on a shared machine (the CPU-time ratio more
+so).
 """
 from __future__ import annotations
 
@@ -32,23 +35,32 @@ ONCE_OVER_S = 60.0  # a run longer than this is not repeated
 MIN_BLOCK_S = 0.05  # small draws are looped until a timed block lasts this long
 
 
-def _time(fn, repeats: int, once_over: float = math.inf) -> dict:
-    """Best wall and CPU seconds per call of ``fn`` over ``repeats`` timed blocks."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    fn()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    if wall > once_over:
-        return {"wall_s": wall, "cpu_s": cpu, "runs": 1, "calls_per_run": 1, "once": True}
-    loops = max(1, int(MIN_BLOCK_S / max(wall, 1e-9)))
-    best_w, best_c = math.inf, math.inf
-    for _ in range(repeats):
+def _time(fns, repeats: int, once_over: float = math.inf) -> list[dict]:
+    """Best wall and CPU seconds per call of each of ``fns`` over ``repeats`` rounds.
+
+    Each round times one block of every function in turn (alternating), so that a change
+    of the machine's load hits all of them alike and their ratio stays comparable. A
+    function whose first call takes more than ``once_over`` seconds is measured once.
+    """
+    out, loops = [], []
+    for fn in fns:
         t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(loops):
-            fn()
-        best_w = min(best_w, (time.perf_counter() - t0) / loops)
-        best_c = min(best_c, (time.process_time() - c0) / loops)
-    return {"wall_s": best_w, "cpu_s": best_c, "runs": repeats, "calls_per_run": loops,
-            "once": False}
+        fn()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        once = wall > once_over
+        out.append({"wall_s": wall if once else math.inf, "cpu_s": cpu if once else math.inf,
+                    "runs": 1 if once else repeats, "once": once,
+                    "calls_per_run": 1 if once else max(1, int(MIN_BLOCK_S / max(wall, 1e-9)))})
+    for _ in range(repeats):
+        for fn, rec in zip(fns, out):
+            if rec["once"]:
+                continue
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(rec["calls_per_run"]):
+                fn()
+            rec["wall_s"] = min(rec["wall_s"], (time.perf_counter() - t0) / rec["calls_per_run"])
+            rec["cpu_s"] = min(rec["cpu_s"], (time.process_time() - c0) / rec["calls_per_run"])
+    return out
 
 
 def run(repeats: int = 3, budget: float = 1800.0, log=None) -> dict:
@@ -61,7 +73,7 @@ def run(repeats: int = 3, budget: float = 1800.0, log=None) -> dict:
         secure, secure_error = None, f"not installed ({err.fix})"
     env = {
         "python": platform.python_version(), "numpy": np.__version__,
-        "opendp": secure.opendp_version if secure else None,
+        "cryptography": secure.cryptography_version if secure else None,
         "granularity_log2": int(math.log2(secure.granularity)) if secure else None,
         "machine": platform.machine(), "cpus": os.cpu_count(),
         "load_average_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
@@ -71,21 +83,23 @@ def run(repeats: int = 3, budget: float = 1800.0, log=None) -> dict:
     for law in LAWS:
         for n in SIZES:
             draw_f = getattr(fast, law)
-            f = _time(lambda: draw_f(1.0, n), repeats)
-            row = {"law": law, "n": n, "fast": f, "secure": None, "note": ""}
+            row = {"law": law, "n": n, "fast": None, "secure": None, "note": ""}
             if secure is None:
+                row["fast"] = _time([lambda: draw_f(1.0, n)], repeats)[0]
                 row["note"] = f"secure {secure_error}"
             else:
                 draw_s = getattr(secure, law)
                 small = next((r for r in rows if r["law"] == law and r["secure"]), None)
                 projected = small["secure"]["wall_s"] * n / small["n"] if small else 0.0
                 if projected > budget:
+                    row["fast"] = _time([lambda: draw_f(1.0, n)], repeats)[0]
                     row["note"] = (f"secure not run: projected {projected:.0f} s per draw "
                                    f"(> --budget {budget:.0f} s)")
                 else:
                     if log and n >= 10 ** 6:
                         log(f"timing secure {law} n={n} (projected {projected:.0f} s per draw)")
-                    s = _time(lambda: draw_s(1.0, n), repeats, once_over=ONCE_OVER_S)
+                    row["fast"], s = _time([lambda: draw_f(1.0, n), lambda: draw_s(1.0, n)],
+                                           repeats, once_over=ONCE_OVER_S)
                     row["secure"] = s
                     if s["once"]:
                         row["note"] = f"secure measured once (> {ONCE_OVER_S:.0f} s per draw)"
@@ -106,7 +120,8 @@ def table(record: dict) -> str:
     """The Markdown table of ``record`` (from :func:`run`)."""
     env = record["environment"]
     head = (f"Noise draw time, best of {env['repeats']} (wall clock; CPU time in parentheses). "
-            f"Python {env['python']}, numpy {env['numpy']}, opendp {env['opendp'] or '-'}"
+            f"Python {env['python']}, numpy {env['numpy']}, "
+            f"cryptography {env.get('cryptography') or '-'}"
             + (f", secure grid 2**{env['granularity_log2']}" if env["granularity_log2"] else "")
             + f"; {env['machine']}, {env['cpus']} CPUs"
             + (f", load average {env['load_average_start']:.1f} at start, "

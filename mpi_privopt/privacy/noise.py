@@ -1,4 +1,4 @@
-"""Where privacy mechanisms draw their noise: ``fast`` (seeded numpy) or ``secure`` (OpenDP).
+"""Where privacy mechanisms draw their noise: ``fast`` (seeded numpy) or ``secure`` (exact, OS entropy).
 
 Two noise modes (``NOISE_MODES``); every privacy report says which one produced it.
 
@@ -11,16 +11,17 @@ Two noise modes (``NOISE_MODES``); every privacy report says which one produced 
     privacy accounting of a fast run is the nominal one of the continuous mechanism.
 
 ``secure``
-    Fresh randomness from OS entropy (OpenDP draws its bits through OpenSSL's CSPRNG,
-    ``RAND_bytes``, in the PyPI build) and an exact sampler: the discrete Gaussian and
-    discrete Laplace of Canonne, Kamath and Steinke (2020) on the lattice ``g * Z`` with a
-    fine granularity ``g`` (a power of two, default ``2**-30``), through OpenDP's
-    ``make_gaussian`` / ``make_laplace`` over ``vector_domain(atom_domain(T=float))`` with
-    ``k = log2(g)``. A draw of scale ``s`` is ``g * Z`` with ``Z`` a discrete Gaussian
-    (resp. discrete Laplace) of scale ``s / g`` on the integers, drawn with exact
-    (rational/big-integer) arithmetic, so no floating-point artefact depends on anything.
-    Secure draws are **not reproducible**, by design: ``seed``, ``agent``, ``sender`` and
-    ``receiver`` are ignored. Needs the optional extra: ``pip install 'mpi_privopt[secure]'``.
+    Fresh randomness from OS entropy (a ChaCha20 stream keyed with 32 bytes of
+    ``os.urandom`` for every draw, through the ``cryptography`` package) and an exact
+    sampler: the discrete Gaussian and discrete Laplace of Canonne, Kamath and Steinke (2020)
+    on the lattice ``g * Z`` with a fine granularity ``g`` (a power of two, default
+    ``2**-30``), vectorised with integer arithmetic in
+    :mod:`mpi_privopt.privacy.exact_sampling` (every acceptance test is an exact integer
+    comparison; no floating-point number enters a decision). A draw of scale ``s`` is
+    ``g * Z`` with ``Z`` a discrete Gaussian (resp. discrete Laplace) of scale ``s / g`` on the
+    integers, so no floating-point artefact depends on anything. Secure draws are **not
+    reproducible**, by design: ``seed``, ``agent``, ``sender`` and ``receiver`` are ignored.
+    Needs the optional extra: ``pip install 'mpi_privopt[secure]'``.
 
 Stream derivation (fast mode)
 -----------------------------
@@ -63,9 +64,11 @@ inputs** (CKS20, Thms. 4 and 14 via the scaling ``g * Z``). So a mechanism must 
   the accountant should use it (OpenDP's own privacy map adds exactly that). With the
   default ``g = 2**-30`` this is ``9.3e-10 * sqrt(d)``, e.g. ``9.3e-7`` for ``d = 10**6``.
 * The noise itself is exact on the lattice as long as ``|Z| < 2**53``; the scale must
-  therefore lie in ``[2**10 g, 2**45 g]`` (a Gaussian would have to exceed 256 standard
-  deviations to leave it), which for the default grid is ``[9.5e-7, 32768]``; outside it a
-  :class:`~mpi_privopt.errors.ConfigError` asks for another ``granularity``.
+  therefore lie in ``[2**10 g, 2**45 g]``, which for the default grid is
+  ``[9.5e-7, 32768]``; outside it a :class:`~mpi_privopt.errors.ConfigError` asks for another
+  ``granularity``. Inside it the sampler's int64 arithmetic keeps ``|Z| < 256 * 2**45``, and a
+  draw that would pass it (256 scales: probability ``e^-256`` per coordinate) raises
+  ``OverflowError`` instead of returning an inexact value.
 * The released law is a lattice law of step ``g``: its Kolmogorov distance to the continuous
   law is about ``g / (s sqrt(2 pi))`` (at most ``4e-4`` at the lower limit of the scale,
   ``4e-10`` at ``s = 1``), and the discrete Gaussian's variance is ``sigma^2`` up to an
@@ -78,7 +81,6 @@ from __future__ import annotations
 
 import math
 import operator
-from collections import OrderedDict
 from typing import Protocol
 
 import numpy as np
@@ -101,11 +103,6 @@ MAX_SCALE_STEPS_LOG2 = 45
 
 SECURE_FIX = "pip install 'mpi_privopt[secure]'"
 
-# Secure draws go through OpenDP in chunks of at most this many coordinates: the OpenDP
-# measurement needs a fixed vector size, and chunking bounds both the number of
-# measurements cached and the size of the Python lists crossing the FFI.
-_SECURE_CHUNK = 1 << 16
-_SECURE_CACHE = 16
 
 
 class NoiseSource(Protocol):
@@ -203,25 +200,21 @@ class FastNoise:
                 f"spawn_key={tuple(self.seed_seq.spawn_key)})")
 
 
-def _import_opendp():
-    """``opendp.prelude`` with the ``contrib`` features on, or a ConfigError."""
+def _import_sampler():
+    """:mod:`.exact_sampling` and the ``cryptography`` version, or a ConfigError."""
     try:
-        import opendp
-        import opendp.prelude as dp
+        import cryptography  # noqa: F401 - the cipher stream of secure draws
     except ImportError as err:
-        raise ConfigError(f"privacy.noise = 'secure' needs the OpenDP library, which is not "
-                          f"installed ({err})", SECURE_FIX) from err
-    dp.enable_features("contrib")
-    try:
-        from importlib.metadata import version
-        ver = version("opendp")
-    except Exception:  # noqa: BLE001 - only for the report
-        ver = getattr(opendp, "__version__", "unknown")
-    return dp, ver
+        raise ConfigError(f"privacy.noise = 'secure' needs the cryptography package (its "
+                          f"ChaCha20 stream), which is not installed ({err})",
+                          SECURE_FIX) from err
+    from . import exact_sampling
+    from importlib.metadata import version
+    return exact_sampling, version("cryptography")
 
 
 class SecureNoise:
-    """Noise safe to publish: OS entropy and OpenDP's exact discrete samplers (CKS20).
+    """Noise safe to publish: OS entropy and exact discrete samplers (CKS20).
 
     Parameters
     ----------
@@ -235,7 +228,7 @@ class SecureNoise:
     Raises
     ------
     ConfigError
-        If OpenDP is not installed (``pip install 'mpi_privopt[secure]'``) or the
+        If ``cryptography`` is not installed (``pip install 'mpi_privopt[secure]'``) or the
         granularity is not a positive power of two.
     """
 
@@ -250,10 +243,9 @@ class SecureNoise:
         if not (math.isfinite(g) and g > 0 and math.frexp(g)[0] == 0.5):
             raise ConfigError(f"secure noise granularity = {granularity!r} must be a positive "
                               f"power of two", "use e.g. granularity=2**-30 (the default)")
-        self._dp, self.opendp_version = _import_opendp()
+        self._sampler, self.cryptography_version = _import_sampler()
         self.granularity = g
         self._k = math.frexp(g)[1] - 1  # g == 2**k
-        self._cache: OrderedDict = OrderedDict()
 
     # ---- the lattice ------------------------------------------------------------------
     def round_to_grid(self, value) -> np.ndarray:
@@ -302,36 +294,21 @@ class SecureNoise:
                 f"2**{MAX_SCALE_STEPS_LOG2} steps",
                 f"use SecureNoise(granularity={g_fit:g}) (2**{math.frexp(g_fit)[1] - 1}), "
                 f"or pass granularity= to agent_noise()/link_noise()")
-        out = np.empty(n, dtype=np.float64)
-        for start in range(0, n, _SECURE_CHUNK):
-            size = min(_SECURE_CHUNK, n - start)
-            meas = self._measurement(law, scale, size)
-            out[start:start + size] = meas(np.zeros(size))
-        return out.reshape(shape)
-
-    def _measurement(self, law: str, scale: float, size: int):
-        key = (law, scale, size)
-        meas = self._cache.get(key)
-        if meas is not None:
-            self._cache.move_to_end(key)
-            return meas
-        dp = self._dp
-        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
+        exact, words = self._sampler, self._sampler.CipherWords()  # a fresh OS-entropy key
         if law == "gaussian":
-            meas = dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale, k=self._k)
+            z = exact.discrete_gaussian(steps, n, words)
         else:
-            meas = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale, k=self._k)
-        self._cache[key] = meas
-        if len(self._cache) > _SECURE_CACHE:
-            self._cache.popitem(last=False)
-        return meas
+            z = exact.discrete_laplace(*exact.laplace_parameters(steps), n, words)
+        # |z| < 2**53 (module docstring), so z * g is the exact lattice point
+        return (z * self.granularity).reshape(shape)
 
     def describe(self) -> dict:
         """For reports: the mode, the sampler and the lattice."""
         return {"mode": self.mode, "reproducible": False,
-                "sampler": f"opendp {self.opendp_version} make_gaussian/make_laplace "
-                           f"(discrete Gaussian/Laplace, CKS20)",
-                "entropy": "OS (OpenDP via OpenSSL RAND_bytes)",
+                "sampler": "discrete Gaussian/Laplace, CKS20, vectorised exact integer "
+                           "arithmetic (mpi_privopt.privacy.exact_sampling)",
+                "entropy": f"OS (os.urandom key per draw) -> ChaCha20 stream "
+                           f"(cryptography {self.cryptography_version})",
                 "granularity": self.granularity, "granularity_log2": self._k,
                 "floating_point_safe": True}
 

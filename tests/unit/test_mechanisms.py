@@ -7,7 +7,7 @@ from mpi_privopt.privacy.noise import agent_noise
 from mpi_privopt.privacy.release import PRIVATE
 
 #: why the secure-noise tests skip without the 'secure' extra (CI installs it)
-NEEDS_OPENDP = "secure noise needs OpenDP (pip install 'mpi_privopt[secure]')"
+NEEDS_SECURE = "secure noise needs cryptography (pip install 'mpi_privopt[secure]')"
 
 
 def test_fast_gaussian_release_is_value_plus_the_agents_stream():
@@ -38,7 +38,7 @@ def test_laplace_release_books_pure_epsilon():
 
 
 def test_secure_release_is_on_the_lattice_and_books_the_rounding():
-    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
+    pytest.importorskip("cryptography", reason=NEEDS_SECURE)
     noise = agent_noise("secure", 0, 0)
     value = np.array([0.1, -2.3, 7.77])
     release = GaussianMechanism(noise).release(value, 0.5, 1.0)

@@ -14,8 +14,8 @@ never tuned to the sample:
 Fast mode uses fixed seeds, so its checks are deterministic. Secure mode draws from OS
 entropy and cannot be seeded: a 5-SE check then fails by chance with probability ~6e-7,
 and the KS test is declared failed only if two independent samples both give p <= 1e-3
-(chance 1e-6), while a wrong law fails both. The secure samples are kept small (50 000
-draws per law, about 1.5 s of CPU in all) so the file runs in a few seconds.
+(chance 1e-6), while a wrong law fails both. The secure samples (50 000 draws per law)
+take a few milliseconds; tests/unit/test_exact_sampling.py checks the exact laws.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import pytest
 from scipy import stats
 
 from mpi_privopt.errors import ConfigError
+from mpi_privopt.privacy import exact_sampling
 from mpi_privopt.privacy import noise as noise_mod
 from mpi_privopt.privacy.noise import (
     NOISE_MODES,
@@ -38,7 +39,7 @@ from mpi_privopt.privacy.noise import (
 )
 
 #: why the secure-noise tests skip without the 'secure' extra (CI installs it)
-NEEDS_OPENDP = "secure noise needs OpenDP (pip install 'mpi_privopt[secure]')"
+NEEDS_SECURE = "secure noise needs cryptography (pip install 'mpi_privopt[secure]')"
 
 Z = 5.0  # standard errors allowed
 KS_P = 1e-3
@@ -97,7 +98,7 @@ def test_fast_law(law):
 # ---- secure mode: the laws ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def secure():
-    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
+    pytest.importorskip("cryptography", reason=NEEDS_SECURE)
     return SecureNoise()
 
 
@@ -127,8 +128,8 @@ def test_secure_draws_lie_on_the_lattice(secure, law):
 
 
 def test_secure_shapes_chunks_and_zero_scale(secure, monkeypatch):
-    monkeypatch.setattr(noise_mod, "_SECURE_CHUNK", 1000)
-    n = 3 * 1000 + 17  # four OpenDP calls, two sizes
+    monkeypatch.setattr(exact_sampling, "_CHUNK", 1000)
+    n = 3 * 1000 + 17  # four vectorised chunks, two sizes
     x = secure.gaussian(1.0, (n,))
     assert x.shape == (n,) and np.all(np.isfinite(x))
     # ~2**32 likely lattice points: a tie is rare, and no chunk repeats another
@@ -143,7 +144,7 @@ def test_secure_shapes_chunks_and_zero_scale(secure, monkeypatch):
 
 
 def test_secure_is_not_reproducible():
-    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
+    pytest.importorskip("cryptography", reason=NEEDS_SECURE)
     a = agent_noise("secure", 1, 0).gaussian(1.0, 100)
     b = agent_noise("secure", 1, 0).gaussian(1.0, 100)
     assert not np.array_equal(a, b)
@@ -182,17 +183,16 @@ def test_secure_bad_granularity(g):
         SecureNoise(granularity=g)
 
 
-def test_secure_without_opendp_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "opendp", None)  # makes `import opendp` fail
-    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
+def test_secure_without_cryptography_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # makes the import fail
     for make in (lambda: agent_noise("secure", 0, 0), lambda: link_noise("secure", 0, 0, 1),
                  SecureNoise):
         with pytest.raises(ConfigError) as err:
             make()
-        assert "OpenDP" in err.value.what
+        assert "cryptography" in err.value.what
         assert err.value.fix == "pip install 'mpi_privopt[secure]'"
         assert "pip install 'mpi_privopt[secure]'" in str(err.value)
-    # fast mode never needs OpenDP
+    # fast mode never needs it
     assert agent_noise("fast", 0, 0).gaussian(1.0, 3).shape == (3,)
 
 
@@ -304,7 +304,7 @@ def test_mode_names_are_reported():
     f = agent_noise("fast", 0, 0)
     assert f.mode == "fast" and f.describe()["mode"] == "fast"
     assert link_noise("fast", 0, 0, 1).mode == "fast"
-    pytest.importorskip("opendp", reason=NEEDS_OPENDP)
+    pytest.importorskip("cryptography", reason=NEEDS_SECURE)
     s = agent_noise("secure", 0, 0)
     assert s.mode == "secure" and s.describe()["mode"] == "secure"
     assert s.describe()["floating_point_safe"] is True
