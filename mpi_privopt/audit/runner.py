@@ -38,6 +38,8 @@ from . import stats
 from .canary import canary_direction, counterfactual
 from .harness import (MembershipTrials, TrialHarness, WireRecorder, audit_noise,
                       link_residuals, mechanism_of, trial_worlds)
+from .aggregative import (AggregativeTrials, check_aggregative_audit, format_pure_report,
+                          summarise_pure)
 from .token import TokenTrials, check_token_audit, token_link
 
 __all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_auditable"]
@@ -50,6 +52,8 @@ DEFAULT_CONFIDENCE = 0.95
 REACH = 0.5
 #: the method audited through its token iterations (:mod:`.token`), not a mechanism
 TOKEN = "token-admm"
+#: the method audited in pure epsilon through shadow trajectories (:mod:`.aggregative`)
+LDP = "ldp-aggregative"
 
 
 def is_auditable(cfg: Config) -> bool:
@@ -70,6 +74,8 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -
     n = graph.number_of_nodes()
     if cfg.algorithm.name == TOKEN:
         check_token_audit(cfg)
+    elif cfg.algorithm.name == LDP:
+        check_aggregative_audit(cfg)
     else:
         counterfactual(cfg.algorithm.name)
     if not 0 <= target < n:
@@ -124,10 +130,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     token = cfg.algorithm.name == TOKEN
     if receiver is None and not token:
         receiver = min(graph.neighbors(target))
-    clean_for = None if token else counterfactual(cfg.algorithm.name)
+    ldp = cfg.algorithm.name == LDP
+    clean_for = None if token or ldp else counterfactual(cfg.algorithm.name)
     seed = cfg.run.seed
     wire: WireRecorder | None = None
-    harness: TrialHarness | TokenTrials | None = None
+    harness: TrialHarness | TokenTrials | AggregativeTrials | None = None
     ledger: Ledger | None = None
     plan: dict = {}
 
@@ -154,6 +161,12 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             else:
                 agree(comm, lambda: None)
             return
+        if ldp:  # no trial-count check and no wire record: see .aggregative
+            if is_target:
+                harness = AggregativeTrials(agent, algorithm, worlds,
+                                            audit_noise(agent.noise, seed, target))
+                harness.attach()
+            return
         mechanism = mechanism_of(algorithm)
         wire.attach(agent, mechanism)
         if is_target:
@@ -173,7 +186,8 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     mine = {
         "agent": wire.agent, "sent": wire.sent, "received": wire.received,
         "ledger": {j: {"mu2": acc.mu2, "rho": acc.rho, "gaussian_only": acc.gaussian_only,
-                       "epsilon": acc.epsilon(cfg.privacy.delta)["best"]}
+                       "epsilon": acc.epsilon(cfg.privacy.delta)["best"],
+                       "pure_epsilon": acc.pure.epsilon if acc.pure is not None else math.inf}
                    for j, acc in ledger.links.items()},
         "harness": harness.to_dict() if harness is not None else None,
         "plan": plan or None,
@@ -181,8 +195,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     records = comm.gather(mine, root=0)
     if comm.Get_rank() != 0:
         return None
-    report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
-                       seconds, trials)
+    if ldp:
+        report = summarise_pure(cfg, records, target, receiver, confidence, seconds, trials)
+    else:
+        report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
+                           seconds, trials)
     report["run_dir"] = result.run_dir
     Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
@@ -292,6 +309,8 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
 
 def format_report(report: dict) -> str:
     """The audit report as the command prints it."""
+    if "ledger_mu" not in report:  # a pure-epsilon audit (ldp-aggregative)
+        return format_pure_report(report)
     b = report["bound"]
     i, j = report["link"]
     lines = [

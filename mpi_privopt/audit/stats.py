@@ -40,7 +40,7 @@ from ..privacy.conversions import gaussian_delta
 __all__ = ["AuditBound", "audit_bound", "clopper_pearson", "eps_advantage_bound",
            "eps_lower_bound", "gaussian_lr_weights", "gdp_mu_lower_bound",
            "lag_correlation_test", "laplace_lr", "mi_advantage_bound", "midpoint_audit",
-           "select_threshold", "split_audit",
+           "pure_split_audit", "select_threshold", "split_audit",
            "trials_needed", "variance_test"]
 
 
@@ -121,35 +121,65 @@ def _errors_at(scores: np.ndarray, positive: np.ndarray,
     return fp, fn
 
 
-def select_threshold(scores: np.ndarray, positive: np.ndarray, confidence: float) -> float:
-    """The threshold whose Clopper-Pearson mu bound is largest on these (selection) trials.
+def select_threshold(scores: np.ndarray, positive: np.ndarray, confidence: float,
+                     pure: bool = False) -> float:
+    """The threshold whose Clopper-Pearson mu bound is largest on these (selection) trials
+    (``pure``: whose pure-epsilon bound, delta = 0, is largest).
 
     Count the errors of the chosen threshold on *other* trials: choosing and counting on
-    the same ones would overstate the bound.
+    the same ones would overstate the bound. With ``pure`` the candidates also sit just
+    below every score, so that "score > t" can take a tied group of top scores (a Laplace
+    likelihood ratio has atoms at its extremes, where pure DP is decided).
     """
     scores = np.asarray(scores, dtype=float)
     positive = np.asarray(positive, dtype=bool)
     candidates = np.unique(scores)
+    if pure:
+        candidates = np.union1d(candidates, np.nextafter(candidates, -np.inf))
     fp, fn = _errors_at(scores, positive, candidates)
     a = 1.0 - confidence
     fpr_hi = clopper_pearson(fp, (~positive).sum(), a)[1]
     fnr_hi = clopper_pearson(fn, positive.sum(), a)[1]
-    mu = gdp_mu_lower_bound(fpr_hi, fnr_hi)
-    return float(candidates[int(np.argmax(mu))])
+    bound = eps_lower_bound(fpr_hi, fnr_hi, 0.0) if pure else gdp_mu_lower_bound(fpr_hi, fnr_hi)
+    return float(candidates[int(np.argmax(bound))])
 
 
 def split_audit(scores: np.ndarray, positive: np.ndarray, confidence: float,
-                delta: float) -> AuditBound:
+                delta: float, pure: bool = False) -> AuditBound:
     """The audit of a score test: the threshold chosen on the first half of the trials,
-    its errors counted on the second half (:func:`audit_bound`)."""
+    its errors counted on the second half (:func:`audit_bound`). ``pure``: chosen for the
+    pure-epsilon bound (:func:`pure_split_audit`)."""
     half = len(scores) // 2
-    threshold = select_threshold(scores[:half], positive[:half], confidence)
+    threshold = select_threshold(scores[:half], positive[:half], confidence, pure)
     held_scores, held_positive = scores[half:], positive[half:]
     fp, fn = _errors_at(held_scores, held_positive, np.array([threshold]))
     out = audit_bound(int(fp[0]), int((~held_positive).sum()), int(fn[0]),
                       int(held_positive.sum()), confidence, delta)
     out["threshold"] = threshold
     return out
+
+
+#: decimals kept of a pure audit's scores (:func:`pure_split_audit`)
+PURE_SCORE_DIGITS = 9
+
+
+def pure_split_audit(scores: np.ndarray, positive: np.ndarray,
+                     confidence: float) -> AuditBound:
+    """The pure-epsilon audit of a score (a Laplace likelihood ratio): ``eps_lower`` at
+    delta = 0 is ``max(ln((1 - FPR+)/FNR+), ln((1 - FNR+)/FPR+))`` for the threshold chosen
+    on the first half of the trials and counted on the second (:func:`split_audit`).
+
+    Pure DP is decided in the tails of the likelihood ratio, so the threshold sits where one
+    error rate is small: the bound needs about ``e^eps`` trials to approach ``eps``.
+
+    The scores are first rounded to :data:`PURE_SCORE_DIGITS` decimals: a Laplace ratio
+    sits on its atoms ``+-eps`` up to the last bits of floating point, and those bits
+    differ between the worlds (the float sum ``value + noise`` is not the real one,
+    Mironov 2012), which a threshold chosen between two roundings of one atom would
+    exploit. The audit is of the real-valued mechanism the ledger books.
+    """
+    rounded = np.round(np.asarray(scores, dtype=float), PURE_SCORE_DIGITS)
+    return split_audit(rounded, positive, confidence, 0.0, pure=True)
 
 
 def midpoint_audit(scores: np.ndarray, positive: np.ndarray, confidence: float,

@@ -1,0 +1,147 @@
+"""The pure-epsilon audit of ldp-aggregative under mpiexec (issue 16; docs/privacy-audit.md).
+
+The auditable configuration: the packaged quadratic experiment cut to T = 1 (messages
+t = 0, 1; only t = 1 depends on a sample) with sigma = 2.5 on every block, so that the
+ledger's pure epsilon of the link is small enough for 8000 trials to bound it. The canary
+is the target's first sample, changed by l1 size 1 in xi and in phi between the worlds.
+
+* with sensitivity constants that cover the canary's real shift (C = 2.5, 2.5, 4 for
+  y, z, x) the audit passes, and its bound reaches half the ledger's epsilon;
+* with the nominal constants (C = 1, the packaged experiments' accounting) the canary moves
+  the message by more than the booked sensitivity, and the empirical bound itself exceeds
+  the ledger's epsilon: a real finding, pinned here;
+* planted bugs (this test process only): the Laplace noise scaled by 0.1, the booked
+  sensitivity halved.
+
+The realised shifts at t = 1 are also computed here, independently, from the paper's
+equations (lines 4-9 of Algorithm 1 with lam^0 = 1 and kappa = 1).
+"""
+import numpy as np
+import pytest
+
+from mpi_privopt.audit.runner import run_audit
+from mpi_privopt.config import load_config
+from mpi_privopt.errors import ConfigError
+from mpi_privopt.privacy.ldp_budget import BlockBudget
+from mpi_privopt.privacy.mechanisms import LaplaceMechanism
+from mpi_privopt.problems.aggregative_quadratic import QuadraticOptions, quadratic_parameters
+
+EXPERIMENT = "ldp-aggregative-quadratic"
+SHORT = ["run.iterations=1", "run.eval_every=1", "algorithm.sigma_x=2.5",
+         "algorithm.sigma_y=2.5", "algorithm.sigma_z=2.5"]
+#: constants (y, z, x) above the canary's measured shift at t = 1 (2.06, 2.09, 3.48)
+COVERING = {"y": 2.5, "z": 2.5, "x": 4.0}
+
+
+def constants(values):
+    return [f"algorithm.sensitivity_{b}={c}" for b, c in values.items()]
+
+
+def ldp_audit(comm, shared_dir, name, overrides, trials=8000):
+    cfg = load_config(EXPERIMENT, overrides)
+    return comm.bcast(run_audit(cfg, target=0, trials=trials, out=f"{shared_dir}/{name}",
+                                comm=comm))
+
+
+def shift_ratios_at_t1(C):
+    """||c+_v - c-_v||_1 / Delta_v^1 by hand (Corollary 1(i) at delta = 0.02, lam^0 = 1 for
+    y and z, lam_x^0 = 0.5, kappa = 1): the canary's sample changes by e_1 in xi and in phi.
+
+    y^1 = ... + lam_y g^0 with g^0 = A x + xi  ->  shift e_1
+    z^1 = ... + lam_z kappa (ytilde - b), ytilde shifted by e_1  ->  shift e_1
+    x^1 own block -= lam_x (x - p - phi + A^T ztilde), ztilde shifted by e_1
+        ->  shift -lam_x (A^T e_1 - e_1)
+    """
+    A, _, _ = quadratic_parameters(QuadraticOptions(), 0, 0)
+    e = np.eye(2)[0]
+    v = {"x": 0.64, "y": 0.04, "z": 0.06}
+    exponent = {"y": 1 + v["y"], "z": 1 + v["z"], "x": 1 + v["x"] - v["z"]}
+    shift = {"y": 1.0, "z": 1.0, "x": 0.5 * np.abs(A.T @ e - e).sum()}
+    return {b: shift[b] / (C[b] * 2.0 ** -exponent[b]) for b in shift}
+
+
+@pytest.mark.mpi(min_size=3)
+def test_ldp_aggregative_passes_when_its_constants_cover_the_canary(comm, shared_dir):
+    report = ldp_audit(comm, shared_dir, "ldp-ok", SHORT + constants(COVERING))
+    assert report["passed"], report["flags"]
+    bound, ledger = report["bound"]["eps_lower"], report["ledger_epsilon"]
+    assert bound <= ledger
+    assert bound >= 0.5 * ledger  # a bound worth having
+    # the trials booked what the ledger booked on the link, message by message
+    assert report["booked_epsilon"] == pytest.approx(ledger, rel=1e-12)
+    # the midpoint shadow is the state the method really released
+    assert report["worst_mismatch"] == 0.0
+    # the shadows' shift is the paper's equations' (computed independently here)
+    for block, ratio in shift_ratios_at_t1(COVERING).items():
+        assert report["block_shift_ratio"][block] == pytest.approx(ratio, rel=1e-9)
+    assert report["worst_shift_ratio"] < 1.0
+
+
+@pytest.mark.mpi(min_size=3)
+def test_the_nominal_accounting_under_books_and_the_audit_says_so(comm, shared_dir):
+    report = ldp_audit(comm, shared_dir, "ldp-nominal", SHORT)
+    assert not report["passed"]
+    ratios = shift_ratios_at_t1({"y": 1.0, "z": 1.0, "x": 1.0})
+    for block, ratio in ratios.items():
+        assert report["block_shift_ratio"][block] == pytest.approx(ratio, rel=1e-9)
+    assert report["worst_shift_ratio"] > 2.0
+    # not only white-box: the observed test refutes the ledger's epsilon
+    assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
+    kinds = sorted(f.split(":")[0] for f in report["flags"])
+    assert kinds == ["epsilon", "sensitivity"]
+
+
+@pytest.mark.mpi(min_size=3)
+def test_at_the_packaged_settings_the_shift_is_nine_times_the_booked_one(comm, shared_dir):
+    # the packaged experiment (sigma = 0.01, nominal C = 1) over its first 10 iterations,
+    # where the shift peaks (t = 3 to 4); no bound is possible at its epsilon (> 100 per
+    # message), only the white-box shift
+    report = ldp_audit(comm, shared_dir, "ldp-packaged", ["run.iterations=10",
+                                                          "run.eval_every=10"], trials=16)
+    assert report["worst_shift_ratio"] == pytest.approx(9.0033, rel=1e-4)
+    assert report["block_shift_ratio"]["x"] == report["worst_shift_ratio"]
+    assert any(f.startswith("sensitivity:") for f in report["flags"])
+    assert report["worst_mismatch"] == 0.0
+
+
+@pytest.fixture
+def laplace_scaled_down(monkeypatch):
+    draw = LaplaceMechanism.draw
+    monkeypatch.setattr(LaplaceMechanism, "draw",
+                        lambda self, event, shape: 0.1 * draw(self, event, shape))
+
+
+@pytest.fixture
+def sensitivity_halved(monkeypatch):
+    sensitivity = BlockBudget.sensitivity
+    monkeypatch.setattr(BlockBudget, "sensitivity", lambda self, t: 0.5 * sensitivity(self, t))
+
+
+@pytest.mark.mpi(min_size=3)
+def test_laplace_noise_scaled_by_a_tenth_is_caught_by_the_epsilon_bound(comm, shared_dir,
+                                                                        laplace_scaled_down):
+    report = ldp_audit(comm, shared_dir, "ldp-bug-noise", SHORT + constants(COVERING))
+    assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
+    # the noise is the bug, not the shift: only the epsilon bound flags it
+    assert [f.split(":")[0] for f in report["flags"]] == ["epsilon"]
+
+
+@pytest.mark.mpi(min_size=3)
+def test_a_halved_booked_sensitivity_is_caught(comm, shared_dir, sensitivity_halved):
+    report = ldp_audit(comm, shared_dir, "ldp-bug-half", SHORT + constants(COVERING))
+    assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
+    assert report["worst_shift_ratio"] == pytest.approx(
+        2 * max(shift_ratios_at_t1(COVERING).values()), rel=1e-9)
+    assert sorted(f.split(":")[0] for f in report["flags"]) == ["epsilon", "sensitivity"]
+
+
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("experiment, overrides, words", [
+    ("ldp-aggregative-digits", ["run.iterations=1"], "aggregative-quadratic"),
+    (EXPERIMENT, SHORT + ["algorithm.sigma_y=0.0"], "in the clear"),
+])
+def test_what_the_ldp_audit_cannot_read_is_refused(comm, shared_dir, experiment, overrides,
+                                                   words):
+    cfg = load_config(experiment, overrides)
+    with pytest.raises(ConfigError, match=words):
+        run_audit(cfg, target=0, trials=16, out=f"{shared_dir}/refused", comm=comm)
