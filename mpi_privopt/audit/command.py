@@ -89,7 +89,8 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
         if name not in SUPPORTED:
             raise ConfigError(f"{unbounded}, and there is no attack for it to run instead",
                               f"attack one of: {', '.join(SUPPORTED)}; or audit a private "
-                              "method (zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl, p-admm)")
+                              "method (zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl, p-admm, "
+                              "token-admm, ldp-aggregative)")
     agree(comm, check)
     if comm.Get_rank() == 0:
         print(f"mpi_privopt: {unbounded}; running the curious-neighbour attack instead",
