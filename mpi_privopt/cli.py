@@ -31,8 +31,9 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from .prelaunch import validate_before_mpi
+    from .prelaunch import preload_for_rank_0, validate_before_mpi
     validate_before_mpi(args.config, args.overrides)  # bad input: exit 2 before MPI starts
+    preload_for_rank_0()
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
     _note_single_agent()

@@ -33,3 +33,26 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
             err.rank = rank
             raise err
     return result  # type: ignore[return-value]
+
+
+def computed_once(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
+    """``step()`` on rank 0 only, its result on every rank (or its UserError on every rank).
+
+    For a pure computation that every rank would otherwise repeat, loading its libraries
+    (a calibration's root finder: scipy) on every rank. One broadcast; collective, so every
+    rank calls it at the same point.
+    """
+    payload = None
+    if comm.Get_rank() == 0:
+        try:
+            payload = (True, step())
+        except UserError as err:
+            payload = (False, (type(err), err.what, err.fix))
+    ok, value = comm.bcast(payload, root=0)
+    if ok:
+        return value
+    cls, what, fix = value
+    err = cls(what, fix)
+    err.collective = True
+    err.rank = 0
+    raise err
