@@ -44,6 +44,7 @@ from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph
 from .problems.metrics import LOCAL, NONE, REFERENCE
+from .progress import Progress, progress_wanted
 from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
                       write_json)
 from .summary import RunSummary, format_summary
@@ -137,6 +138,7 @@ class Session:
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
     diverged: list | None = None
+    progress: Progress | None = None  # rank 0's line on stderr, when shown
 
     @property
     def rank(self) -> int:
@@ -149,7 +151,8 @@ class Session:
 
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         stream: TextIO | None = sys.stdout,
-        on_setup: Callable[[Agent, Any], None] | None = None) -> RunResult | None:
+        on_setup: Callable[[Agent, Any], None] | None = None,
+        progress: bool | None = None) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -165,6 +168,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     on_setup : callable, optional
         Called on every rank as ``on_setup(agent, algorithm)`` before the first iteration,
         e.g. to attach a receive listener that models a curious neighbour.
+    progress : bool, optional
+        Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
+        ``run.progress`` says (``auto``: when stderr is a terminal).
 
     Returns
     -------
@@ -176,7 +182,13 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     try:
         session = set_up(cfg, out, comm, eval_comm,
                          stream if comm.Get_rank() == 0 else None, on_setup)
-        iterate(session)
+        if session.root and (progress_wanted(cfg.run.progress) if progress is None else progress):
+            session.progress = Progress(cfg.run.iterations)
+        try:
+            iterate(session)
+        finally:
+            if session.progress is not None:
+                session.progress.close()
         return finish(session)
     finally:
         eval_comm.Free()
@@ -290,6 +302,8 @@ def iterate(s: Session) -> None:
                                     for phase, row in s.net.meter.rows(s.comm.Get_size()).items()},
                         **s.ledger.to_dict()})
             raise speak_for_stopped_agents(s.run_dir, s.rank, n, err) from None
+        if s.progress is not None:
+            s.progress.update(n, s.metrics[-1].worst_link_epsilon if s.metrics else None)
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
             evaluate(s, n, tick - start - s.eval_seconds)
@@ -326,6 +340,8 @@ def _record(s: Session, row: Evaluation) -> None:
     s.directory.append_metrics(row)
     iterations = s.cfg.run.iterations
     if n and (n % _progress_every(s.cfg) == 0 or n == iterations):
+        if s.progress is not None:
+            s.progress.clear()  # the terminal's progress line, before a line on stdout
         shown = "  ".join(f"{k.replace('_', ' ')} {v:.3e}" for k, v in row.values.items())
         _print(s.stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  {shown}")
 

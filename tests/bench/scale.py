@@ -9,7 +9,8 @@ mpi_privopt run`` does and stamps each rank's phases. Reported per K:
 
 * **job**: wall time from before ``mpiexec`` starts to its exit (everything a user waits);
 * **start-up**: from the job's start to the moment the last rank is ready to iterate,
-  split by the slowest rank's phases: ``launch`` (until the interpreter runs the script:
+  split into phases, each ending when the last rank ends it: ``launch`` (until the
+  interpreter runs the script:
   the launcher, interpreter start-up), ``check`` (the pre-MPI config and graph check),
   ``imports`` (the engine's imports, MPI initialisation included), ``config`` (the agreed
   config), ``set-up`` (graph, data, reference solution, network, algorithm);
@@ -48,8 +49,12 @@ PHASES = (("launch", "job", "main"), ("check", "main", "checked"),
           ("set-up", "config", "set_up"))
 
 
-def run_job(ranks: int, config: list[str], timeout: float) -> dict:
-    """One ``mpiexec -n ranks`` job: its wall time and every rank's stamps."""
+def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = None) -> dict:
+    """One ``mpiexec -n ranks`` job: its wall time and every rank's stamps.
+
+    ``tree``: a checkout of the package to run instead of the installed one (on
+    ``PYTHONPATH``), e.g. the code before a change, for a comparison in the same conditions.
+    """
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise SystemExit("no mpiexec on PATH")
@@ -59,8 +64,10 @@ def run_job(ranks: int, config: list[str], timeout: float) -> dict:
                str(HERE / "scale_rank.py"), *config, "--out", os.path.join(out, "run")]
         load = os.getloadavg()[0]
         start_wall, start = time(), perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=child_environment(None))
+        env = child_environment(None)
+        if tree:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         job = perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{ranks} ranks: exit {proc.returncode}\n{proc.stderr[-3000:]}")
@@ -75,9 +82,10 @@ def summarise(data: dict) -> dict:
     ranks = data["ranks"]
     for r in ranks:
         r["job"] = data["job_start"]
-    phases = {}
-    for label, before, after in PHASES:
-        phases[label] = max(r[after] - r[before] for r in ranks)  # the slowest rank's
+    # the critical path: each phase ends when the last rank has ended it (a rank that is
+    # done early waits for the others in the next phase's first collective call)
+    phases = {label: max(r[after] for r in ranks) - max(r[before] for r in ranks)
+              for label, before, after in PHASES}
     rss = [r["maxrss_mib"] for r in ranks]
     heavy = sorted({m for r in ranks[1:] for m in r["heavy"]})
     return {"K": data["K"], "job": data["job"], "load": data["load"],
@@ -89,14 +97,14 @@ def summarise(data: dict) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| K | load | job s | start-up s | launch | check | imports | config | set-up "
+    head = ("| tree | K | load | job s | start-up s | launch | check | imports | config | set-up "
             "| loop s | eval share | RSS/rank MiB (median, max) | workers import |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
     lines = []
     for r in rows:
         p = r["phases"]
         lines.append(
-            f"| {r['K']} | {r['load']:.1f} | {r['job']:.1f} | {r['startup']:.1f} | "
+            f"| {r.get('tree', 'this')} | {r['K']} | {r['load']:.1f} | {r['job']:.1f} | {r['startup']:.1f} | "
             + " | ".join(f"{p[label]:.1f}" for label, _, _ in PHASES)
             + f" | {r['loop']:.2f} | {100 * r['eval_share']:.0f}% | "
             f"{r['rss_median']:.0f}, {r['rss_max']:.0f} | "
@@ -110,6 +118,7 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [r for r in rows if r.get("tree", "this") == "this"]
     Ks = sorted({r["K"] for r in rows})
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
     for key, label, marker in (("job", "whole job", "o"), ("startup", "start-up", "s"),
@@ -142,18 +151,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per job")
     parser.add_argument("--png", default=None, help="draw the figure to this PNG")
     parser.add_argument("--json", default=None, help="write every job's figures here")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
+                        help="also run the package checked out at PATH (PYTHONPATH), "
+                             "alternating with this one, e.g. before=/tmp/before")
     parser.add_argument("config", nargs=argparse.REMAINDER,
                         help="the experiment and --set overrides (default: the 50-rank "
                              "zCDP-NFL run of docs/performance.md)")
     args = parser.parse_args(argv)
     config = args.config or DEFAULT_CONFIG
+    trees = [("this", None)] + [tuple(t.split("=", 1)) for t in args.tree]
     rows = []
     for repeat in range(args.repeats):
         for K in (int(k) for k in args.ranks.split(",")):
-            row = summarise(run_job(K, config, args.timeout))
-            row["repeat"] = repeat
-            rows.append(row)
-            print(table([row]).splitlines()[-1], flush=True)
+            for label, path in trees:
+                row = summarise(run_job(K, config, args.timeout, path))
+                row.update(repeat=repeat, tree=label)
+                rows.append(row)
+                print(table([row]).splitlines()[-1], flush=True)
     print()
     print(table(rows))
     if args.json:

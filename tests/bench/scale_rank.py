@@ -45,9 +45,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
-    from mpi_privopt.prelaunch import preload_for_rank_0, validate_before_mpi
-    validate_before_mpi(args.config, args.overrides)
-    preload_for_rank_0()
+    from mpi_privopt import prelaunch
+    prelaunch.validate_before_mpi(args.config, args.overrides)
+    getattr(prelaunch, "preload_for_rank_0", lambda: None)()  # (absent in older trees)
     STAMPS["checked"] = time.time()
     from mpi_privopt.engine import run
     STAMPS["imported"] = time.time()
