@@ -15,7 +15,9 @@ mpi_privopt run`` does and stamps each rank's phases. Reported per K:
   ``imports`` (the engine's imports, MPI initialisation included), ``config`` (the agreed
   config), ``set-up`` (graph, data, reference solution, network, algorithm);
 * **loop**: the T iterations (``wall_seconds``) and the evaluation's share of it;
-* **RSS**: the largest resident set of a rank (median and max over the ranks);
+* **RSS**: the largest resident set of a rank (median and max over the ranks), and its
+  proportional set size at the end (PSS: library pages shared by the ranks counted once
+  in all; the sum over the ranks is what the job takes from the machine);
 * which heavy libraries the worker ranks (every rank but 0) imported.
 
 The default experiment is the 50-rank run of docs/performance.md (zCDP-NFL on elastic
@@ -87,19 +89,23 @@ def summarise(data: dict) -> dict:
     phases = {label: max(r[after] for r in ranks) - max(r[before] for r in ranks)
               for label, before, after in PHASES}
     rss = [r["maxrss_mib"] for r in ranks]
+    pss = [r.get("pss_mib", float("nan")) for r in ranks]
     heavy = sorted({m for r in ranks[1:] for m in r["heavy"]})
     return {"K": data["K"], "job": data["job"], "load": data["load"],
             "startup": max(r["set_up"] for r in ranks) - data["job_start"],
             "phases": phases, "loop": data["wall_seconds"], "eval": data["eval_seconds"],
             "eval_share": data["eval_seconds"] / data["wall_seconds"] if data["wall_seconds"] else 0.0,
             "rss_median": statistics.median(rss), "rss_max": max(rss),
-            "worker_imports": heavy, "final_error": data["final_error"]}
+            "pss_total": sum(pss) / 1024, "pss_median": statistics.median(pss),
+            "worker_imports": heavy, "final_error": data["final_error"],
+            "job_start": data["job_start"], "stamps": ranks}  # every rank's, for --json
 
 
 def table(rows: list[dict]) -> str:
     head = ("| tree | K | load | job s | start-up s | launch | check | imports | config | set-up "
-            "| loop s | eval share | RSS/rank MiB (median, max) | workers import |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+            "| loop s | eval share | RSS/rank MiB (median, max) | PSS/rank MiB | job PSS GiB "
+            "| workers import |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
     lines = []
     for r in rows:
         p = r["phases"]
@@ -107,7 +113,8 @@ def table(rows: list[dict]) -> str:
             f"| {r.get('tree', 'this')} | {r['K']} | {r['load']:.1f} | {r['job']:.1f} | {r['startup']:.1f} | "
             + " | ".join(f"{p[label]:.1f}" for label, _, _ in PHASES)
             + f" | {r['loop']:.2f} | {100 * r['eval_share']:.0f}% | "
-            f"{r['rss_median']:.0f}, {r['rss_max']:.0f} | "
+            f"{r['rss_median']:.0f}, {r['rss_max']:.0f} | {r.get('pss_median', float('nan')):.0f} | "
+            f"{r.get('pss_total', float('nan')):.1f} | "
             f"{', '.join(r['worker_imports']) or 'none of ' + '/'.join(('scipy', 'networkx'))} |")
     return head + "\n".join(lines)
 
@@ -131,10 +138,11 @@ def plot(rows: list[dict], path: str) -> None:
     ax_t.set_xticks(Ks, [str(K) for K in Ks])
     ax_t.minorticks_off()
     ax_t.legend()
-    for key, label in (("rss_median", "median rank"), ("rss_max", "largest rank")):
+    for key, label in (("rss_median", "max RSS, median rank"), ("rss_max", "max RSS, largest rank"),
+                       ("pss_median", "PSS, median rank")):
         ax_m.plot(Ks, [statistics.median(r[key] for r in rows if r["K"] == K) for K in Ks],
                   marker="o", label=label)
-    ax_m.set(xscale="log", xlabel="ranks K", ylabel="max RSS per rank (MiB)",
+    ax_m.set(xscale="log", xlabel="ranks K", ylabel="MiB per rank",
              title="memory per rank against K")
     ax_m.set_xticks(Ks, [str(K) for K in Ks])
     ax_m.minorticks_off()

@@ -6,7 +6,8 @@ same steps as ``python -m mpi_privopt run`` (:func:`mpi_privopt.cli.cmd_run`): t
 pre-MPI check, the engine's imports (MPI starts here), the agreed config, the run, and
 notes the wall-clock time (``time.time()``, comparable across the ranks of one machine)
 after each. The process's own start comes from ``/proc/self/stat``. Rank 0 gathers every
-rank's timestamps, its largest resident set (``ru_maxrss``) and which of the heavy
+rank's timestamps, its largest resident set (``ru_maxrss``), its proportional set size
+at the end (``Pss``: shared library pages split among the ranks) and which of the heavy
 libraries it imported, and prints one JSON line prefixed with ``SCALE_RANKS``.
 """
 from __future__ import annotations
@@ -28,6 +29,19 @@ def _process_start() -> float:
         return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return float("nan")
+
+
+def _pss_mib() -> float:
+    """This process's proportional set size (shared pages split among their users): its
+    real share of the machine's memory, from /proc/self/smaps_rollup (nan elsewhere)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 #: libraries a worker rank should not need (reported per rank)
@@ -63,6 +77,7 @@ def main(argv: list[str]) -> None:
     from mpi4py import MPI
     mine = {"start": _process_start(), **STAMPS,
             "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "pss_mib": _pss_mib(),
             "heavy": [m for m in HEAVY if m in sys.modules]}
     everyone = MPI.COMM_WORLD.gather(mine, root=0)
     if result is not None:
