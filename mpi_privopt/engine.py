@@ -36,7 +36,7 @@ from .collective import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network
+from .network import Network, wait_sleeping
 from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
@@ -366,6 +366,9 @@ def finish(s: Session) -> RunResult | None:
     collective_path = s.net.collective_path
     s.net.free()
     if not s.root:
+        # asleep while rank 0 converts and writes the results: a polling wait would take
+        # the cores it needs when there are more ranks than cores
+        wait_sleeping(s.eval_comm.Ibarrier())
         return None
 
     traffic = assemble_matrices(all_rows, n_agents)
@@ -383,6 +386,7 @@ def finish(s: Session) -> RunResult | None:
         s.directory.write_models(final_models, None if reference is None else reference.w)
     s.directory.write_summary(summary)
     s.directory.close()
+    wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
     _print(s.stream, format_summary(summary))
     return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
                      models=None if final_models is None else final_models.copy(),
