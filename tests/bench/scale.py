@@ -15,6 +15,9 @@ mpi_privopt run`` does and stamps each rank's phases. Reported per K:
   ``imports`` (the engine's imports, MPI initialisation included), ``config`` (the agreed
   config), ``set-up`` (graph, data, reference solution, network, algorithm);
 * **loop**: the T iterations (``wall_seconds``) and the evaluation's share of it;
+* **CPU**: the CPU seconds of every rank summed, until the last rank is ready and until
+  the end. It includes MPI's polling (a rank waiting in an MPI call keeps testing), so it
+  is not the work alone: a diagnostic to compare two trees in the same conditions;
 * **RSS**: the largest resident set of a rank (median and max over the ranks), and its
   proportional set size at the end (PSS: library pages shared by the ranks counted once
   in all; the sum over the ranks is what the job takes from the machine);
@@ -91,7 +94,11 @@ def summarise(data: dict) -> dict:
     rss = [r["maxrss_mib"] for r in ranks]
     pss = [r.get("pss_mib", float("nan")) for r in ranks]
     heavy = sorted({m for r in ranks[1:] for m in r["heavy"]})
+    cpu = [r.get("cpu", {}) for r in ranks]
+    cpu_startup = sum(c.get("set_up", float("nan")) for c in cpu)  # CPU from process start
+    cpu_total = sum(c.get("finished", float("nan")) for c in cpu)
     return {"K": data["K"], "job": data["job"], "load": data["load"],
+            "cpu_startup": cpu_startup, "cpu_total": cpu_total,
             "startup": max(r["set_up"] for r in ranks) - data["job_start"],
             "phases": phases, "loop": data["wall_seconds"], "eval": data["eval_seconds"],
             "eval_share": data["eval_seconds"] / data["wall_seconds"] if data["wall_seconds"] else 0.0,
@@ -103,9 +110,9 @@ def summarise(data: dict) -> dict:
 
 def table(rows: list[dict]) -> str:
     head = ("| tree | K | load | job s | start-up s | launch | check | imports | config | set-up "
-            "| loop s | eval share | RSS/rank MiB (median, max) | PSS/rank MiB | job PSS GiB "
-            "| workers import |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
+            "| loop s | eval share | CPU s start-up / job | RSS/rank MiB (median, max) "
+            "| PSS/rank MiB | job PSS GiB | workers import |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
     lines = []
     for r in rows:
         p = r["phases"]
@@ -113,6 +120,7 @@ def table(rows: list[dict]) -> str:
             f"| {r.get('tree', 'this')} | {r['K']} | {r['load']:.1f} | {r['job']:.1f} | {r['startup']:.1f} | "
             + " | ".join(f"{p[label]:.1f}" for label, _, _ in PHASES)
             + f" | {r['loop']:.2f} | {100 * r['eval_share']:.0f}% | "
+            f"{r.get('cpu_startup', float('nan')):.1f} / {r.get('cpu_total', float('nan')):.1f} | "
             f"{r['rss_median']:.0f}, {r['rss_max']:.0f} | {r.get('pss_median', float('nan')):.0f} | "
             f"{r.get('pss_total', float('nan')):.1f} | "
             f"{', '.join(r['worker_imports']) or 'none of ' + '/'.join(('scipy', 'networkx'))} |")

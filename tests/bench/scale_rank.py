@@ -17,6 +17,13 @@ import sys
 import time
 
 STAMPS = {"main": time.time()}
+#: this process's CPU seconds at the same points (load-independent: the sum over the ranks
+#: is the work the job asks of the machine's cores)
+CPU = {"main": time.process_time()}
+
+
+def _stamp(name: str) -> None:
+    STAMPS[name], CPU[name] = time.time(), time.process_time()
 
 
 def _process_start() -> float:
@@ -62,20 +69,20 @@ def main(argv: list[str]) -> None:
     from mpi_privopt import prelaunch
     prelaunch.validate_before_mpi(args.config, args.overrides)
     getattr(prelaunch, "preload_for_rank_0", lambda: None)()  # (absent in older trees)
-    STAMPS["checked"] = time.time()
+    _stamp("checked")
     from mpi_privopt.engine import run
-    STAMPS["imported"] = time.time()
+    _stamp("imported")
     from mpi_privopt.entrypoint import load_agreed_config
     cfg = load_agreed_config(args.config, args.overrides)
-    STAMPS["config"] = time.time()
+    _stamp("config")
 
     def mark(agent, algorithm) -> None:
-        STAMPS["set_up"] = time.time()
+        _stamp("set_up")
 
     result = run(cfg, out=args.out, stream=None, on_setup=mark)
-    STAMPS["finished"] = time.time()
+    _stamp("finished")
     from mpi4py import MPI
-    mine = {"start": _process_start(), **STAMPS,
+    mine = {"start": _process_start(), **STAMPS, "cpu": CPU,
             "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "pss_mib": _pss_mib(),
             "heavy": [m for m in HEAVY if m in sys.modules]}
