@@ -70,3 +70,14 @@ def test_a_run_shows_its_line_on_stderr_only_when_asked(tmp_path, capsys, asked,
     run(cfg, out=str(tmp_path / "run"), comm=MPI.COMM_SELF, stream=None, progress=asked)
     err = capsys.readouterr().err
     assert ("iter 5/5  elapsed" in err) is shown
+
+
+def test_a_reproduction_takes_quiet_and_progress_for_its_progress_line():
+    from mpi_privopt import reproduce
+    for argv, mode in ((["--quiet"], "off"), (["--progress"], "on"), ([], "auto"),
+                       (["--progress", "--quiet"], "off")):
+        with pytest.raises(SystemExit) as done:  # the reproduction's own --help
+            reproduce.run("gauthier2024", [*argv, "--help"])
+        assert done.value.code == 0
+        assert reproduce.PROGRESS["mode"] == mode
+    reproduce.PROGRESS["mode"] = "auto"
