@@ -1,8 +1,9 @@
 """What one agent holds while it runs: its data, its links and its random streams."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -13,6 +14,10 @@ if TYPE_CHECKING:
     # only a type here: importing the network starts MPI, and the command line validates
     # its input before MPI starts (entrypoint.validate_before_mpi)
     from .network import Network
+
+
+def _call(step: Callable[[], Any]) -> Any:
+    return step()
 
 
 @dataclass
@@ -45,6 +50,13 @@ class Agent:
     seed : int
         The run's seed (public), for streams keyed by more than the agent (a token
         method's schedules and per-chain noise).
+    once : callable
+        ``once(step)``: the result of ``step()`` (a pure function of public values, such
+        as a noise calibration) computed by one agent and handed to all (the engine's
+        :func:`~mpi_privopt.collective.computed_once`), so that the other ranks neither
+        repeat it nor load its libraries. Collective: every agent calls it at the same
+        point of its set-up, before anything that may fail on one agent only. Outside a
+        run it simply calls ``step()``.
     """
 
     id: int
@@ -58,6 +70,7 @@ class Agent:
     privacy: object = None
     iterations: int = 0
     seed: int = 0
+    once: Callable[[Callable[[], Any]], Any] = _call
 
     @property
     def degree(self) -> int:

@@ -29,7 +29,7 @@ STOP_RECORD = RECORDS["budget"]
 HEADLINES = {"budget": "{who} reached the privacy budget at iteration {n}, before sending: ",
              "diverged": "{who} diverged: "}
 #: how long a stopped agent waits for the others stopping at the same iteration
-SETTLE_SECONDS = 0.5
+SETTLE_SECONDS = 2.0
 
 
 def stop_record_path(run_dir: str | Path, rank: int, kind: str = "budget") -> Path:

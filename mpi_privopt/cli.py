@@ -31,12 +31,14 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from .prelaunch import validate_before_mpi
+    from .prelaunch import preload_for_rank_0, validate_before_mpi
     validate_before_mpi(args.config, args.overrides)  # bad input: exit 2 before MPI starts
+    preload_for_rank_0()
     from .engine import run
     cfg = load_agreed_config(args.config, args.overrides)
     _note_single_agent()
-    result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout)
+    result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout,
+                 progress=progress_choice(args))
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
     from mpi4py import MPI
@@ -50,6 +52,14 @@ def cmd_run(args) -> int:
                   f"in {result.run_dir}", file=sys.stderr, flush=True)
         return 3
     return 0
+
+
+def progress_choice(args) -> bool | None:
+    """The stderr progress line: off with --quiet, on with --progress, else None (the
+    config's run.progress decides; "auto": when stderr is a terminal)."""
+    if args.quiet:
+        return False
+    return True if args.progress else None
 
 
 def _note_single_agent() -> None:
@@ -160,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run directory (default: runs/NAME-TIME-seedS)")
     p.add_argument("--quiet", action="store_true",
                    help="print only the run directory, no progress or summary")
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress line on stderr even when it is not a terminal "
+                        "(it is shown on a terminal anyway; run.progress in the config)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("check", help="validate a config for K ranks without running it")

@@ -12,6 +12,7 @@ from typing import TypeVar
 from mpi4py import MPI
 
 from .errors import UserError
+from .network import wait_sleeping
 
 T = TypeVar("T")
 
@@ -33,3 +34,29 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
             err.rank = rank
             raise err
     return result  # type: ignore[return-value]
+
+
+def computed_once(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
+    """``step()`` on rank 0 only, its result on every rank (or its UserError on every rank).
+
+    For a pure computation that every rank would otherwise repeat, loading its libraries
+    (a calibration's root finder: scipy) on every rank, and for one that needs every rank's
+    data (the reference solution). Collective, so every rank calls it at the same point.
+    The other ranks wait without keeping a core busy (an MPI wait polls), since with more
+    ranks than cores rank 0's computation needs the cores they would take.
+    """
+    payload = None
+    if comm.Get_rank() == 0:
+        try:
+            payload = (True, step())
+        except UserError as err:
+            payload = (False, (type(err), err.what, err.fix))
+    wait_sleeping(comm.Ibarrier())
+    ok, value = comm.bcast(payload, root=0)
+    if ok:
+        return value
+    cls, what, fix = value
+    err = cls(what, fix)
+    err.collective = True
+    err.rank = 0
+    raise err

@@ -78,6 +78,7 @@ class RunConfig:
     eval_every: int = 1
     seed: int = 0
     progress_every: int = 0  # 0: about ten progress lines per run
+    progress: str = "auto"  # the stderr progress line: auto (on a terminal), on, off
     on_divergence: str = "stop"  # or "record": go on, the summary says "diverged"
     name: str = ""
     evaluate: str = "reference"
@@ -324,6 +325,11 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         if getattr(run, key) < 1:
             raise ConfigError(f"run.{key} = {getattr(run, key)} must be a positive integer",
                               f"set run.{key} to 1 or more")
+    from .progress import PROGRESS_MODES
+    if run.progress not in PROGRESS_MODES:
+        raise ConfigError(f"run.progress = {run.progress!r} is unknown",
+                          'use "auto" (a progress line on stderr when it is a terminal), '
+                          '"on" or "off"')
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",
                           "use 0 for about ten progress lines")

@@ -32,17 +32,19 @@ from mpi4py import MPI
 from . import topology
 from .agent import Agent
 from .algorithms import ALGORITHMS
-from .collective import agree
+from .collective import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network
+from .network import Network, wait_sleeping
+from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph
 from .problems.metrics import LOCAL, NONE, REFERENCE
+from .progress import Progress, progress_wanted
 from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
                       write_json)
 from .summary import RunSummary, format_summary
@@ -136,6 +138,7 @@ class Session:
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
     diverged: list | None = None
+    progress: Progress | None = None  # rank 0's line on stderr, when shown
 
     @property
     def rank(self) -> int:
@@ -148,7 +151,8 @@ class Session:
 
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         stream: TextIO | None = sys.stdout,
-        on_setup: Callable[[Agent, Any], None] | None = None) -> RunResult | None:
+        on_setup: Callable[[Agent, Any], None] | None = None,
+        progress: bool | None = None) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -164,6 +168,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     on_setup : callable, optional
         Called on every rank as ``on_setup(agent, algorithm)`` before the first iteration,
         e.g. to attach a receive listener that models a curious neighbour.
+    progress : bool, optional
+        Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
+        ``run.progress`` says (``auto``: when stderr is a terminal).
 
     Returns
     -------
@@ -175,7 +182,13 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     try:
         session = set_up(cfg, out, comm, eval_comm,
                          stream if comm.Get_rank() == 0 else None, on_setup)
-        iterate(session)
+        if session.root and (progress_wanted(cfg.run.progress) if progress is None else progress):
+            session.progress = Progress(cfg.run.iterations)
+        try:
+            iterate(session)
+        finally:
+            if session.progress is not None:
+                session.progress.close()
         return finish(session)
     finally:
         eval_comm.Free()
@@ -216,7 +229,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     net = Network(comm, in_nbrs, out_nbrs)
     # The ledger sees every release on the same send path as the traffic meter; with a
     # budget it also refuses a release before it leaves the agent.
-    ledger = Ledger(rank, out_nbrs, cfg.privacy.delta, cfg.privacy.epsilon)
+    # the budget's calibration (scipy's root finder) once, on rank 0, for every agent
+    limits = computed_once(eval_comm, lambda: Budget.of(cfg.privacy.epsilon, cfg.privacy.delta))
+    ledger = Ledger(rank, out_nbrs, cfg.privacy.delta, cfg.privacy.epsilon, limits)
     net.add_listener(ledger)
     if math.isfinite(cfg.privacy.epsilon):
         net.guards.append(ledger)
@@ -224,7 +239,8 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     noise = agree(eval_comm, lambda: agent_noise(cfg.privacy.noise, cfg.run.seed, rank))
     agent = Agent(id=rank, n_agents=n_agents, problem=problem.local, net=net, graph=graph,
                   rng=rng, weights=cfg.topology.weights, noise=noise, privacy=cfg.privacy,
-                  iterations=cfg.run.iterations, seed=cfg.run.seed)
+                  iterations=cfg.run.iterations, seed=cfg.run.seed,
+                  once=lambda step: computed_once(eval_comm, step))
     # A method may refuse its setting only once it sees the agent (a noise schedule that
     # overflows over T, shares too large for its degree): every rank agrees, so one message.
     algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
@@ -235,7 +251,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     divergence = DivergenceGuard(np.array(algorithm.estimate, dtype=float), noise_watch,
                                  mode=cfg.run.on_divergence)
 
-    monitor = Monitor(eval_comm, problem.evaluator, mode)
+    monitor = Monitor(eval_comm, problem.evaluator, mode, cfg.privacy.delta)
     directory = None
     if root:
         directory = RunDirectory(run_dir)
@@ -270,6 +286,7 @@ def iterate(s: Session) -> None:
             s.algorithm.step(n)
             s.divergence.check(s.algorithm.estimate, n)
         except Diverged as err:
+            _flush_rows(s)
             write_json(stop_record_path(s.run_dir, s.rank, "diverged"),
                        {"stopped_at_iteration": n, "reason": err.what, **s.ledger.to_dict()})
             raise speak_for_stopped_agents(s.run_dir, s.rank, n, err, "diverged") from None
@@ -277,6 +294,7 @@ def iterate(s: Session) -> None:
             # Only this agent knows; the others wait on it, so the job is aborted by the
             # caller. Leave this agent's ledger and traffic beside what rank 0 has written
             # so far, then let one stopped agent speak for all (budget_stop.py).
+            _flush_rows(s)
             write_json(stop_record_path(s.run_dir, s.rank),
                        {"stopped_at_iteration": n, "reason": err.what,
                         "bytes_sent": sent_bytes(s.net.meter),
@@ -284,30 +302,46 @@ def iterate(s: Session) -> None:
                                     for phase, row in s.net.meter.rows(s.comm.Get_size()).items()},
                         **s.ledger.to_dict()})
             raise speak_for_stopped_agents(s.run_dir, s.rank, n, err) from None
+        if s.progress is not None:
+            s.progress.update(n, s.metrics[-1].worst_link_epsilon if s.metrics else None)
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
             evaluate(s, n, tick - start - s.eval_seconds)
-            if s.net.guards:
-                # No agent moves on before the row is on disk: if one is then stopped (its
-                # budget), the abort cannot cut off what was already measured.
-                s.eval_comm.Barrier()
             s.eval_seconds += perf_counter() - tick
+    tick = perf_counter()
+    _flush_rows(s)
+    s.eval_seconds += perf_counter() - tick
     s.eval_comm.Barrier()
     s.wall_seconds = perf_counter() - start
 
 
 def evaluate(s: Session, n: int, elapsed: float) -> None:
-    """One metrics row: the monitor reduces every agent's quantities; rank 0 writes it."""
+    """One metrics row: every agent posts its quantities; rank 0 writes the rows completed."""
     if not s.monitor.active:
         return
-    row = s.monitor.evaluate(n, s.algorithm.estimate, elapsed, sent_bytes(s.net.meter),
-                             s.ledger.worst_observer()[1])
-    if row is None:
-        return
+    for row in s.monitor.evaluate(n, s.algorithm.estimate, elapsed, sent_bytes(s.net.meter),
+                                  s.ledger.worst_link_exposure()):
+        _record(s, row)
+
+
+def _flush_rows(s: Session) -> None:
+    """Complete this rank's metrics rows in flight; rank 0 writes them. At the end of the
+    loop, and when this agent stops the run (its budget, divergence): every agent posted
+    its rows up to the last evaluation before the stop, so a stopped rank 0 keeps them all
+    (a rank 0 that is not stopped keeps those it had completed: docs/reliability.md)."""
+    for row in s.monitor.flush():
+        _record(s, row)
+
+
+def _record(s: Session, row: Evaluation) -> None:
+    """Rank 0: a completed metrics row to metrics.csv, and its progress line."""
+    n = row.iteration
     s.metrics.append(row)
     s.directory.append_metrics(row)
     iterations = s.cfg.run.iterations
     if n and (n % _progress_every(s.cfg) == 0 or n == iterations):
+        if s.progress is not None:
+            s.progress.clear()  # the terminal's progress line, before a line on stdout
         shown = "  ".join(f"{k.replace('_', ' ')} {v:.3e}" for k, v in row.values.items())
         _print(s.stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  {shown}")
 
@@ -332,6 +366,9 @@ def finish(s: Session) -> RunResult | None:
     collective_path = s.net.collective_path
     s.net.free()
     if not s.root:
+        # asleep while rank 0 converts and writes the results: a polling wait would take
+        # the cores it needs when there are more ranks than cores
+        wait_sleeping(s.eval_comm.Ibarrier())
         return None
 
     traffic = assemble_matrices(all_rows, n_agents, hosts)
@@ -349,6 +386,7 @@ def finish(s: Session) -> RunResult | None:
         s.directory.write_models(final_models, None if reference is None else reference.w)
     s.directory.write_summary(summary)
     s.directory.close()
+    wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
     _print(s.stream, format_summary(summary))
     return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
                      models=None if final_models is None else final_models.copy(),

@@ -16,7 +16,11 @@ import time
 
 from .config import Config, load_config
 
-__all__ = ["build_graph", "check_run_input", "validate_before_mpi"]
+__all__ = ["build_graph", "check_run_input", "preload_for_rank_0", "validate_before_mpi"]
+
+#: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
+#: epsilon conversions) and the other ranks do not import at all
+RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
 
 
 def build_graph(cfg: Config, n_ranks: int):
@@ -46,6 +50,22 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     if check_graph is not None:
         check_graph(cfg, graph)
     return cfg, graph
+
+
+def preload_for_rank_0() -> None:
+    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
+
+    Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
+    the reference solution) while the others wait in a collective call, and an MPI wait
+    polls: with K ranks on a few cores, a second of imports on rank 0 then takes many
+    seconds of wall time. Before MPI starts the others wait in the launcher's barrier
+    without using a core.
+    """
+    from .entrypoint import announced_rank
+    if announced_rank(os.environ) == 0:
+        import importlib
+        for name in RANK_0_LIBRARIES:
+            importlib.import_module(name)
 
 
 def validate_before_mpi(config: str | None, overrides: list[str]) -> None:

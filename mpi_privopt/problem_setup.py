@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from .collective import agree
+from .collective import agree, computed_once
 from .problems import aggregative
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
@@ -79,9 +79,7 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
         if evaluate == REFERENCE:
             shares = comm.gather((local.polynomial.coefficients, local.polynomial.constant),
                                  root=0)
-            reference = agree(comm, lambda: polynomial_reference(local, shares)[1]
-                              if rank == 0 else None)
-            reference = comm.bcast(reference, root=0)
+            reference = computed_once(comm, lambda: polynomial_reference(local, shares)[1])
         return ProblemSetup(local, local.evaluator(evaluate, reference), reference)
     n_agents = comm.Get_size()
     X, y = agree(comm, lambda: load_agent_data(cfg, rank, n_agents, seed))
@@ -131,4 +129,4 @@ def _gathered_reference(cfg: ProblemConfig, comm: MPI.Intracomm, X: np.ndarray,
             [make_local_problem(cfg, Xk, yk, n_agents, l1) for Xk, yk in shards])
         return l1, solve_reference(global_problem)
 
-    return comm.bcast(agree(comm, solve), root=0)
+    return computed_once(comm, solve)  # rank 0 solves; the others wait asleep

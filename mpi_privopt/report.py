@@ -215,40 +215,132 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     return lines
 
 
+#: matrices up to this many agents print their values in the cells of the figure
+CELL_VALUES = 10
+#: a scale spanning more than this ratio is drawn logarithmic
+DECADES = 100.0
+
+
 def plot_report(run: dict, png: str | Path) -> None:
+    """Draw :func:`report_figure` to ``png``."""
+    report_figure(run).savefig(png, dpi=110)
+
+
+def report_figure(run: dict):
+    """The three panels of a finished run: its metric curve, bytes and epsilon per link.
+
+    What each panel shows is in its title (the metric's name, not "accuracy"); the ranks
+    are integer ticks; a matrix of at most :data:`CELL_VALUES` agents prints its values in
+    its cells; a colour bar is drawn only when the values differ (a flat matrix says its
+    one value in the title instead); the privacy panel marks the agents' budget (a line
+    on its colour bar, or in the title) and red crosses on unbounded links; a curve or
+    a colour scale spanning more than two decades is logarithmic.
+    """
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
         raise ConfigError("--png needs matplotlib",
                           "pip install 'mpi_privopt[plot]'") from None
-    m = run["metrics"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    curve = _curve_column(m)
-    if curve is not None:
-        axes[0].semilogy(m["iteration"], np.maximum(np.abs(m[curve]), 1e-300))
-    axes[0].set(xlabel="iteration", ylabel=curve or "nothing measured", title="accuracy")
-    image = axes[1].imshow(np.where(run["bytes"] > 0, run["bytes"], np.nan), cmap="viridis")
-    axes[1].set(xlabel="receiver", ylabel="sender", title="bytes per link")
-    fig.colorbar(image, ax=axes[1])
-    eps = run["epsilon"].copy()
+    fig = Figure(figsize=(15, 4.6))
+    axes = fig.subplots(1, 3)
+    _curve_panel(axes[0], run["metrics"])
+    _bytes_panel(fig, axes[1], run["bytes"])
+    _privacy_panel(fig, axes[2], run["epsilon"], run["privacy"])
+    summary = run["summary"]
+    fig.suptitle(f"{summary.algorithm} on {summary.problem}, {summary.ranks} agents")
+    fig.tight_layout()
+    return fig
+
+
+def _curve_panel(ax, metrics: dict) -> None:
+    curve = _curve_column(metrics)
+    if curve is None:
+        ax.set(title="no metric (nothing was measured: run.evaluate = none)")
+        ax.set_axis_off()
+        return
+    x, y = np.asarray(metrics["iteration"]), np.asarray(metrics[curve], dtype=float)
+    name = curve.replace("_", " ")
+    ax.plot(x, y)
+    finite = y[np.isfinite(y)]
+    if finite.size and finite.min() > 0 and finite.max() / finite.min() > DECADES:
+        ax.set_yscale("log")
+    ax.set(xlabel="iteration", ylabel=name, title=f"{name} against iteration")
+    ax.xaxis.set_major_locator(_integer_locator())
+
+
+def _bytes_panel(fig, ax, matrix: np.ndarray) -> None:
+    links = matrix[matrix > 0]
+    shown = np.where(matrix > 0, matrix, np.nan)
+    title = "bytes per link"
+    if links.size and links.min() == links.max():
+        title += f" (every link: {links.min():.0f})"
+    _matrix_panel(fig, ax, shown, "viridis", title, "receiver", "sender",
+                  lambda v: _short_bytes(v))
+
+
+def _privacy_panel(fig, ax, eps: np.ndarray, privacy: dict) -> None:
     unbounded = np.isinf(eps)
     shown = np.where(unbounded, np.nan, eps)
-    image = axes[2].imshow(shown, cmap="magma_r")
+    finite = shown[np.isfinite(shown)]
+    budgets = {a.get("budget") for a in privacy.get("agents", [])}
+    budget = budgets.pop() if len(budgets) == 1 else None
+    budget = budget if budget is not None and math.isfinite(budget) else None
+    title = f"privacy loss per link (epsilon at delta {privacy['delta']:g})"
+    if finite.size and finite.min() == finite.max():
+        title += f"\nevery private link: {finite.min():.3g}"
+        if budget is not None:
+            title += f", budget {budget:g}"
+    bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent", _eps,
+                        vmax=max(budget, finite.max()) if budget is not None and finite.size
+                        else None)
+    if budget is not None and bar is not None:
+        bar.ax.axhline(budget, color="red", linewidth=2)
+        bar.ax.text(0.5, budget, "budget", color="red", ha="center", va="bottom",
+                    fontsize=8, transform=bar.ax.get_yaxis_transform())
     if unbounded.any():
         rows, cols = np.nonzero(unbounded)
-        axes[2].scatter(cols, rows, marker="x", color="red", label="inf (not private)")
-        axes[2].legend(loc="upper right", fontsize=8)
-    axes[2].set(xlabel="observer", ylabel="protected agent",
-                title=f"privacy loss per link (epsilon, delta={run['privacy']['delta']:g})")
-    if np.isfinite(shown).any():
-        fig.colorbar(image, ax=axes[2])
-    fig.suptitle(f"{run['summary'].algorithm} on {run['summary'].problem}, "
-                 f"{run['summary'].ranks} agents")
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+        ax.scatter(cols, rows, marker="x", color="red", label="inf (not private)")
+        ax.legend(loc="upper right", fontsize=8)
+
+
+def _matrix_panel(fig, ax, shown: np.ndarray, cmap: str, title: str, xlabel: str,
+                  ylabel: str, fmt, vmax: float | None = None):
+    """One K x K matrix (NaN: no link); returns its colour bar, or None when it has none."""
+    from matplotlib.colors import LogNorm
+    finite = shown[np.isfinite(shown)]
+    varied = finite.size > 0 and (finite.min() != finite.max() or
+                                  (vmax is not None and vmax != finite.max()))
+    norm = None
+    if varied and finite.min() > 0 and max(finite.max(), vmax or 0) / finite.min() > DECADES:
+        norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), vmax or 0))
+    image = ax.imshow(shown, cmap=cmap, norm=norm,
+                      vmax=None if norm is not None else vmax)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    K = shown.shape[0]
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(_integer_locator(K))
+    if K <= CELL_VALUES:
+        for r, c in zip(*np.nonzero(np.isfinite(shown))):
+            red, green, blue, _ = image.cmap(image.norm(shown[r, c]))
+            light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5  # the cell's colour
+            ax.text(c, r, fmt(shown[r, c]), ha="center", va="center", fontsize=8,
+                    color="black" if light else "white")
+    return fig.colorbar(image, ax=ax) if varied else None
+
+
+def _integer_locator(K: int | None = None):
+    """Ticks at whole numbers (ranks, iterations): every rank up to 16, else a few."""
+    from matplotlib.ticker import MaxNLocator, MultipleLocator
+    if K is not None and K <= 16:
+        return MultipleLocator(1)
+    return MaxNLocator(integer=True)
+
+
+def _short_bytes(value: float) -> str:
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g}{unit}"
+    return f"{value:.0f}"
 
 
 def main(args) -> int:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import ClassVar
 
 import numpy as np
@@ -12,7 +13,58 @@ from ..agent import Agent
 from ..errors import ConfigError
 from .steps import SCHEDULES
 
-ALGORITHMS: dict[str, type["Algorithm"]] = {}
+class Registry(MutableMapping):
+    """``name -> class``; a packaged method's module is imported on first lookup.
+
+    The names and modules of the packaged methods are known in advance (``lazy``), so
+    listing, ``in`` and ``len`` import nothing, and looking up one method imports only its
+    module (and what that needs): a run of ``zcdp-nfl`` does not load the other methods'
+    libraries on every rank. Importing a module registers its classes through
+    :func:`register` as before; a class registered at run time (a test's) is simply stored.
+    """
+
+    def __init__(self, lazy: dict[str, str] | None = None) -> None:
+        self._classes: dict[str, type[Algorithm]] = {}
+        self._lazy: dict[str, str] = dict(lazy or {})
+
+    def add_lazy(self, modules: dict[str, str]) -> None:
+        """Name the module (absolute) that registers each of these methods."""
+        self._lazy.update(modules)
+
+    def __getitem__(self, name: str) -> type["Algorithm"]:
+        cls = self._classes.get(name)
+        if cls is None and name in self._lazy:
+            importlib.import_module(self._lazy[name])  # its @register fills _classes
+            cls = self._classes.get(name)
+            if cls is None:
+                raise KeyError(f"{self._lazy[name]} does not register algorithm {name!r}")
+        if cls is None:
+            raise KeyError(name)
+        return cls
+
+    def __setitem__(self, name: str, cls: type["Algorithm"]) -> None:
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._classes.pop(name, None)
+        self._lazy.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._lazy, *self._classes]))
+
+    def __len__(self) -> int:
+        return len(set(self._lazy) | set(self._classes))
+
+    def __repr__(self) -> str:
+        return f"Registry({sorted(self)})"
+
+
+ALGORITHMS: Registry = Registry()
 
 
 def register(cls: type["Algorithm"]) -> type["Algorithm"]:

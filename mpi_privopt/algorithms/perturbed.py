@@ -80,8 +80,12 @@ def zcdp_schedule(agent, params: ZCDPParams) -> GeometricZCDPSchedule | None:
     if params.noiseless:
         return None
     privacy = agent.privacy
-    return zcdp_nfl_schedule(privacy.epsilon, privacy.delta, noise_horizon(agent, params),
-                             params.tau, params.conversion)
+    horizon = noise_horizon(agent, params)
+    # the same calibration on every agent: one computes it (agent.once, collective; a
+    # stand-in agent outside a run computes it itself)
+    once = getattr(agent, "once", None) or (lambda step: step())
+    return once(lambda: zcdp_nfl_schedule(privacy.epsilon, privacy.delta, horizon,
+                                          params.tau, params.conversion))
 
 
 class IterateRelease:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -635,12 +635,90 @@ class HeadlineAccountant:
         out.pld, out.pld_delta = data.get("pld"), data.get("pld_delta")
         return out
 
+    # -- the numbers epsilon depends on (a run's evaluation sends them, not epsilon) ---------
+    #: the layout of :meth:`exposure`; ``flags`` = unbounded + 2 gaussian_only + 4 pure_only
+    EXPOSURE = ("flags", "rho", "mu2", "pure")
+
+    def exposure(self) -> tuple[float, float, float, float]:
+        """The state :meth:`epsilon` depends on, as four floats (layout :data:`EXPOSURE`).
+
+        Only for an accountant without a privacy-loss-distribution figure (during a run:
+        :meth:`set_pld` is called at its end), which :meth:`from_exposure` could not keep.
+        """
+        if self.pld is not None:
+            raise ValueError("an accountant with a PLD figure has no exposure vector")
+        flags = int(self.unbounded) + 2 * int(self.gaussian_only) + 4 * int(self.pure_only)
+        return (float(flags), self.zcdp._rho, self.mu2,
+                self.pure._eps if self.pure is not None else 0.0)
+
+    @classmethod
+    def from_exposure(cls, exposure) -> "HeadlineAccountant":
+        """An accountant whose :meth:`epsilon` equals that of the one that gave ``exposure``."""
+        flags, rho, mu2, pure = (float(x) for x in exposure)
+        unbounded, gaussian_only, pure_only = (int(flags) >> bit & 1 for bit in range(3))
+        out = cls()
+        out.nonprivate = int(unbounded)
+        out.zcdp._rho = rho
+        if gaussian_only:
+            out.exact._mu2 = mu2  # type: ignore[union-attr]
+        else:
+            out.exact = None
+        if pure_only:
+            out.pure._eps = pure  # type: ignore[union-attr]
+        else:
+            out.pure = None
+        return out
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, HeadlineAccountant) and self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
         return (f"HeadlineAccountant(releases={self.releases}, rho={self.rho:.6g}, "
                 f"unbounded={self.unbounded})")
+
+
+def dominance(exposures: np.ndarray) -> np.ndarray:
+    """``D[i, j]``: accountant i's epsilon is at least j's at every delta, without converting.
+
+    ``exposures`` holds one :meth:`HeadlineAccountant.exposure` per row. Every conversion
+    grows with its own total (rho, mu^2, pure epsilon) and ``best`` is the smallest over
+    the conversions that apply; so i's best is at least j's when i is unbounded, or when
+    neither is and each conversion that applies to i also applies to j with a total at
+    most i's.
+    """
+    flags, rho, mu2, pure = np.asarray(exposures, dtype=float).T[:, :, None]
+    unbounded, gaussian, pure_only = (flags.astype(int) >> bit & 1 for bit in range(3))
+    T = lambda column: column.T  # noqa: E731  (j's values along the second axis)
+    return (unbounded > 0) | (
+        (T(unbounded) == 0) & (rho >= T(rho))
+        & ((gaussian == 0) | ((T(gaussian) > 0) & (mu2 >= T(mu2))))
+        & ((pure_only == 0) | ((T(pure_only) > 0) & (pure >= T(pure)))))
+
+
+def most_exposed(exposures: np.ndarray, delta: float,
+                 convert: Callable[[HeadlineAccountant], float] | None = None) -> int | None:
+    """The row of ``exposures`` (:meth:`HeadlineAccountant.exposure`) with the largest
+    headline epsilon at ``delta``; None when there is no row.
+
+    Only the rows no other row strictly dominates (:func:`dominance`) are converted: after
+    a broadcast every link of an agent carries the same releases (one row, nothing
+    converted), and totals that differ only by rounding leave a small front. ``convert``:
+    ``accountant -> best epsilon`` (``accountant.epsilon(delta)["best"]`` by default).
+    """
+    exposures = np.asarray(exposures, dtype=float).reshape(-1, len(HeadlineAccountant.EXPOSURE))
+    if not len(exposures):
+        return None
+    if (exposures == exposures[0]).all():
+        return 0  # one total (a broadcast's links): nothing to compare
+    D = dominance(exposures)
+    # the rows no other row strictly dominates, the first of rows that dominate each other
+    earlier = np.triu(D & D.T, k=1)
+    front = np.flatnonzero(~((D & ~D.T) | earlier).any(axis=0))
+    if len(front) == 1:
+        return int(front[0])
+    convert = convert or (lambda acc: acc.epsilon(delta)["best"])
+    eps = [convert(HeadlineAccountant.from_exposure(exposures[i])) for i in front]
+    return int(front[int(np.argmax(eps))])
 
 
 @dataclass(frozen=True)

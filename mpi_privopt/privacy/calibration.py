@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
+import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
@@ -192,7 +192,7 @@ def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
     hi = 2.0 * lo
     while f(hi) <= 0.0:
         lo, hi = hi, 2.0 * hi
-    return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    return float(scipy.optimize.brentq(f, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
 
 
 def _standard_total(epsilon: float, delta: float) -> float:
@@ -243,7 +243,7 @@ def calibrate_zcdp_total(epsilon: float, delta: float, conversion: Conversion = 
     hi = 2.0 * lo
     while h(hi) <= 0.0:
         lo, hi = hi, 2.0 * hi
-    rho = float(optimize.brentq(h, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    rho = float(scipy.optimize.brentq(h, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
     # Below -ln(1 - delta^2) the KL floor already gives eps = 0 (only matters for delta ~ 1).
     rho_kl = -math.log1p(-(delta**2)) * (1.0 - _RTOL)
     return max(rho, rho_kl)
@@ -353,7 +353,7 @@ def calibrate_zcdp_schedule(
     """
     total = calibrate_zcdp_total(epsilon, delta, conversion)
     log_w = _log_weights(rounds, schedule, tau)
-    return total * np.exp(log_w - special.logsumexp(log_w))
+    return total * np.exp(log_w - scipy.special.logsumexp(log_w))
 
 
 def _log_weights(rounds: int | None, schedule: str | Sequence[float], tau: float | None) -> np.ndarray:
@@ -504,7 +504,7 @@ def basic_composition_schedule(
     delta_total = conv._check_delta(delta_total, "delta_total")
     T, tau = _check_rounds(T), _check_tau(tau)
     log_w = -np.arange(T) * (0.5 * math.log(tau))
-    eps_n = eps_total * np.exp(log_w - special.logsumexp(log_w))
+    eps_n = eps_total * np.exp(log_w - scipy.special.logsumexp(log_w))
     return eps_n, np.full(T, delta_total / T)
 
 

@@ -28,7 +28,7 @@ from typing import Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
+import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from mpi_privopt.errors import ConfigError
 
@@ -157,7 +157,7 @@ def zcdp_optimal_order(rho: float, delta: float) -> float:
     # Solve in y = a - 1 so that a - 1 keeps full relative precision when a is close to 1.
     g = lambda y: rho * y * y + math.log1p(y) - big_l  # noqa: E731
     hi = math.sqrt(big_l / rho)  # g(hi) = ln(1 + hi) > 0 and g(0) = -ln(1/delta) < 0
-    y = optimize.brentq(g, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
+    y = scipy.optimize.brentq(g, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
     return 1.0 + y
 
 
@@ -228,7 +228,7 @@ def zcdp_delta_at(rho: float, eps: float) -> float:
     if dlog(lo) >= 0.0:  # rho > ~690 + eps: the bound is ~1 anyway, take the smallest order
         y = lo
     else:
-        y = optimize.brentq(dlog, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
+        y = scipy.optimize.brentq(dlog, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
     a = 1.0 + y
     log_delta = y * (a * rho - eps) + a * (math.log(y) - math.log1p(y)) - math.log(y)
     bh = math.sqrt(-math.expm1(-rho))
@@ -313,7 +313,7 @@ def _minimise_over_log_order(
         return math.inf
     i = int(np.nanargmin(np.where(np.isnan(vals), np.inf, vals)))
     lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, n_grid - 1)]
-    res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+    res = scipy.optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
     return float(min(vals[i], res.fun)) if np.isfinite(res.fun) else float(vals[i])
 
 
@@ -396,7 +396,7 @@ def rdp_to_eps_tight(
     best = grid_eps
     for lo, hi in ((max(i - 1, 0), i), (i, min(i + 1, o.size - 1))):
         if hi > lo:
-            res = optimize.minimize_scalar(
+            res = scipy.optimize.minimize_scalar(
                 interp_objective, bounds=(o[lo], o[hi]), method="bounded", options={"xatol": 1e-12}
             )
             if np.isfinite(res.fun):
@@ -442,8 +442,8 @@ def _log_gaussian_delta(mu: float, eps: float) -> float:
     """ln delta(eps) for mu-GDP, stable for large eps (where both terms underflow)."""
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
-    la = float(special.log_ndtr(a))
-    lb = float(special.log_ndtr(b))
+    la = float(scipy.special.log_ndtr(a))
+    lb = float(scipy.special.log_ndtr(b))
     # delta = Phi(a) (1 - exp(eps + ln Phi(b) - ln Phi(a))), and the exponent is < 0 for mu > 0.
     z = eps + lb - la
     if z >= 0.0:  # only reachable through rounding when delta is ~1e-300 of Phi(a)
@@ -473,7 +473,7 @@ def gaussian_delta(mu: float, eps: float) -> float:
     if math.isinf(mu):
         return 1.0
     if eps == 0.0:
-        return float(special.erf(mu / (2.0 * math.sqrt(2.0))))  # 2 Phi(mu/2) - 1, no cancellation
+        return float(scipy.special.erf(mu / (2.0 * math.sqrt(2.0))))  # 2 Phi(mu/2) - 1, no cancellation
     return math.exp(_log_gaussian_delta(mu, eps))
 
 
@@ -516,7 +516,7 @@ def gaussian_exact_eps(mu: float | tuple[ArrayLike, ArrayLike], delta: float) ->
         hi = 2.0 * hi + 1.0
     if f(0.0) <= 0.0:
         return 0.0
-    return float(optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    return float(scipy.optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
 
 
 def laplace_eps(sensitivity: float, scale: float) -> float:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from ..errors import ConfigError
 from .events import LaplaceEvent, PrivacyEvent, PureDPEvent
@@ -133,7 +133,7 @@ class BlockBudget:
         inf if p_v <= 1."""
         if self.power <= 1.0:
             return math.inf
-        return self.factor * float(special.zeta(self.power, self.first + 1.0))
+        return self.factor * float(scipy.special.zeta(self.power, self.first + 1.0))
 
     def bound_155(self) -> float:
         """The paper's closed-form bound (155): sqrt(2) C_v / (sig_v (p_v - 1)), from
@@ -241,4 +241,4 @@ class SampledBlock:
         p = self.decay + self.batch_exponent + self.growth
         if p <= 1.0:
             return math.inf
-        return math.sqrt(2.0) * self.constant * self.lam0 / self.sigma * float(special.zeta(p, 2.0))
+        return math.sqrt(2.0) * self.constant * self.lam0 / self.sigma * float(scipy.special.zeta(p, 2.0))

@@ -28,7 +28,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import PrivacyBudgetExceeded
-from .accountants import Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant
+from .accountants import (Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant,
+                          most_exposed)
 from .events import NonPrivateEvent, PrivacyEvent, PublicEvent
 from .release import Release
 from .transforms import TRANSFORMS, resolve
@@ -123,15 +124,19 @@ class Ledger:
         The delta at which epsilons are reported and the budget is checked.
     budget : float
         The agent's epsilon budget at ``delta``; ``inf`` for none.
+    limits : Budget, optional
+        ``Budget.of(budget, delta)`` (a calibration) when the caller computed it once for
+        every agent; computed here otherwise.
     """
 
     def __init__(self, agent: int, neighbours: Sequence[int], delta: float,
-                 budget: float = math.inf) -> None:
+                 budget: float = math.inf, limits: Budget | None = None) -> None:
         self.agent = agent
         self.neighbours = sorted(int(j) for j in neighbours)
         self.delta = delta
         self.budget = budget
-        self._budget = Budget.of(budget, delta)
+        # ``limits``: Budget.of(budget, delta), computed once for every agent by the caller
+        self._budget = limits if limits is not None else Budget.of(budget, delta)
         # The agent's own releases that may depend on every record, by the exact set of
         # neighbours that received them. Every release is in one book, so per-observer,
         # coalition and total losses are merges of books: booking a release is one
@@ -250,6 +255,15 @@ class Ledger:
     def links(self) -> dict[int, HeadlineAccountant]:
         """The loss to each neighbour (what it, or an eavesdropper on the link, observed)."""
         return {j: self.coalition((j,)) for j in self.neighbours}
+
+    def worst_link_exposure(self) -> tuple[float, ...] | None:
+        """The :meth:`~HeadlineAccountant.exposure` of the link of largest epsilon (None
+        without links), found without a conversion when one link's releases dominate
+        (:func:`~mpi_privopt.privacy.accountants.most_exposed`); whoever needs the number
+        converts it (a run's evaluation: rank 0, once for all agents)."""
+        exposures = [loss.exposure() for loss in self.links.values()]
+        worst = most_exposed(exposures, self.delta)
+        return None if worst is None else exposures[worst]
 
     def worst_observer(self) -> tuple[int | None, float]:
         """The neighbour that learned the most, and its epsilon."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import expit
+import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from mpi_privopt.errors import ConfigError
 
@@ -213,16 +213,16 @@ class Logistic(Loss):
         return np.logaddexp(0.0, -y * z)
 
     def derivative(self, z, y):
-        return -y * expit(-y * z)
+        return -y * scipy.special.expit(-y * z)
 
     def curvature(self, z, y):
         m = y * z
-        return y * y * expit(m) * expit(-m)
+        return y * y * scipy.special.expit(m) * scipy.special.expit(-m)
 
     def derivative_bound(self, x_norm, y, radius):
         # |d| = |y| sigma(-y z) and -y z <= |y| ||x|| R, so sigma of that bounds it (< |y|).
         ay = np.abs(y)
-        return ay * expit(ay * x_norm * radius)
+        return ay * scipy.special.expit(ay * x_norm * radius)
 
 
 LOSSES: dict[str, Loss] = {

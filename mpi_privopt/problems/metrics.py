@@ -49,6 +49,10 @@ def _ordered_sum(column: np.ndarray) -> float:
     return float(sum(column.tolist()))
 
 
+def _squared_distance(w: np.ndarray, v: np.ndarray) -> float:
+    return float(np.sum((w - v) ** 2))
+
+
 #: how per-agent scalars are combined into one metric value
 REDUCTIONS: dict[str, Callable[[np.ndarray], float]] = {
     "sum": _ordered_sum,
@@ -163,8 +167,20 @@ class ConsensusToReference:
         return w  # averaged: the network's average model w_bar
 
     def terms(self, w: np.ndarray, aggregate: np.ndarray | None) -> np.ndarray:
-        return np.array([float(np.sum((w - self.w_c) ** 2)), self._value(w),
-                         float(np.sum((w - aggregate) ** 2))])
+        return np.append(self.local_terms(w), _squared_distance(w, aggregate))
+
+    # One round instead of two: the term that needs the aggregate depends on the agent's
+    # share (its model) alone, so whoever holds every share computes it.
+    def local_terms(self, w: np.ndarray) -> np.ndarray:
+        """The terms that do not need the aggregate: distance to w_c and f_k(w)."""
+        return np.array([_squared_distance(w, self.w_c), self._value(w)])
+
+    def combine_gathered(self, shares: np.ndarray, local_terms: np.ndarray) -> dict[str, float]:
+        """:meth:`combine` from every agent's share (K x P) and :meth:`local_terms`; the same
+        numbers as the two rounds (the mean of the shares, then each agent's distance)."""
+        aggregate = shares.mean(axis=0)
+        gaps = [_squared_distance(w, aggregate) for w in shares]
+        return self.combine(np.column_stack([local_terms, gaps]))
 
     def combine(self, terms: np.ndarray) -> dict[str, float]:
         scale = float(self.w_c @ self.w_c)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
-from scipy.special import log_softmax
+import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from mpi_privopt.errors import ConfigError
 
@@ -54,7 +54,7 @@ class Classifier(Protocol):
 
 def cross_entropies(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-row cross-entropy and its gradient in the logits, ``softmax - onehot``."""
-    logp = log_softmax(logits, axis=1)
+    logp = scipy.special.log_softmax(logits, axis=1)
     rows = np.arange(labels.size)
     residual = np.exp(logp)
     residual[rows, labels] -= 1.0

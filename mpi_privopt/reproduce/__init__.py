@@ -21,9 +21,16 @@ from pathlib import Path
 
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
+from ..progress import Progress, progress_wanted
 
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
 log = functools.partial(print, flush=True)
+
+#: the progress line on stderr over a reproduction's runs (:mod:`mpi_privopt.progress`):
+#: "auto" (on a terminal), "on" (``--progress``) or "off" (``--quiet``); set by :func:`run`
+PROGRESS = {"mode": "auto"}
+#: the options :func:`run` takes for itself before the reproduction's own parser
+PROGRESS_FLAGS = {"--progress": "on", "--quiet": "off"}
 
 
 class BatchFailed(ConfigError):
@@ -93,14 +100,19 @@ def launch(runs: list, out: Path, mpiexec: str, *, ranks: int, module: str, batc
             shutil.rmtree(run_dir(out, r))
     batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
     done, launched = len(runs) - len(todo), 0
+    line = Progress(len(todo), "run") if todo and progress_wanted(PROGRESS["mode"]) else None
     for b, batch in enumerate(batches, 1):
         seconds = run_batch(mpiexec, ranks, module,
                             [{**asdict(r), "out": str(run_dir(out, r))} for r in batch],
                             out / "runs" / f"batch-{os.getpid()}-{b}.json")
         done, launched = done + len(batch), launched + len(batch)
+        if line is not None:
+            line.clear()  # the terminal's progress line, before the batch's line on stdout
         log(progress.format(batch=b, batches=len(batches), runs=len(batch), ranks=ranks,
                             seconds=seconds, done=done, total=len(runs), launched=launched,
                             todo=len(todo)))
+        if line is not None:
+            line.update(launched)
 
 
 def run_engine(cfg, item: dict, comm) -> None:
@@ -166,4 +178,7 @@ def run(name: str, argv: list[str]) -> int:
         raise ConfigError(f"no reproduction named {name!r}",
                           f"available: {', '.join(available()) or 'none yet'}")
     module = importlib.import_module(f"{__name__}.{name}")
-    return module.main(argv)
+    # --quiet / --progress: the progress line over the runs (every reproduction alike)
+    modes = [PROGRESS_FLAGS[a] for a in argv if a in PROGRESS_FLAGS]
+    PROGRESS["mode"] = "off" if "off" in modes else ("on" if modes else "auto")
+    return module.main([a for a in argv if a not in PROGRESS_FLAGS])

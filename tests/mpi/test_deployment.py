@@ -17,6 +17,7 @@ from recording import CallLog, RecordingComm  # noqa: E402
 from mpi_privopt import topology  # noqa: E402
 from mpi_privopt.config import load_config  # noqa: E402
 from mpi_privopt.engine import run  # noqa: E402
+from mpi_privopt.privacy.accountants import HeadlineAccountant  # noqa: E402
 from mpi_privopt.problems import load_agent_data, make_local_problem  # noqa: E402
 from mpi_privopt.results import agent_model_path, read_metrics  # noqa: E402
 
@@ -116,10 +117,13 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
         comm, out, [f"run.iterations={T}", "run.evaluate=local"])
     columns = ("objective", "training_loss")
     # Every buffer the monitor sends is this agent's terms: one scalar per column, plus
-    # its two cost counters; nothing else of size P or more.
-    buffers = [r for r in log.on(EVAL) if r.call in ("Gather", "Bcast", "Allreduce")]
+    # its two cost counters (bytes sent; its worst link's accounting totals, from which
+    # rank 0 converts the epsilon: HeadlineAccountant.EXPOSURE); nothing else.
+    buffers = [r for r in log.on(EVAL) if r.call in ("Gather", "Igather", "Bcast", "Allreduce")]
     assert len(buffers) == T + 1  # one per evaluation, row 0 included
-    assert all(len(r.payload) == 8 * (len(columns) + 2) for r in buffers)
+    assert all(r.call == "Igather" for r in buffers)
+    width = len(columns) + 1 + len(HeadlineAccountant.EXPOSURE)
+    assert all(len(r.payload) == 8 * width for r in buffers)
     assert all(r.payload in releases for r in log.on(GRAPH) if r.payload is not None)
     assert_nothing_private_leaves(comm, cfg, log, iterates)
 
