@@ -44,8 +44,13 @@ __all__ = ["BLOCKS", "BlockBudget", "PackedLaplaceEvent", "sensitivity_exponents
 #: the blocks of a packed message, in packing order
 BLOCKS = ("y", "z", "x")
 
-#: the label of the nominal accounting (every C_v = 1)
-NOMINAL = "nominal (notes 3.7: every sensitivity constant C = 1)"
+#: the label of the nominal accounting (every C_v = 1). The privacy audit measured one
+#: changed sample moving a message of aggregative-quadratic by up to 9x these constants
+#: (docs/privacy-audit.md), so the label says the figure is not a guarantee.
+NOMINAL = ("nominal (notes 3.7: every sensitivity constant C = 1; not a guarantee unless "
+           "one changed sample moves each block by at most C: the privacy audit measured "
+           "up to 9x on aggregative-quadratic, docs/privacy-audit.md; set "
+           "algorithm.sensitivity_* from a bound on your samples)")
 
 
 def accounting_label(constants: Sequence[float]) -> str:
