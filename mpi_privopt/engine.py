@@ -36,7 +36,7 @@ from .collective import agree
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network
+from .network import Network, wait_sleeping
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
@@ -48,6 +48,7 @@ from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent
 from .summary import RunSummary, format_summary
 from .budget_stop import speak_for_stopped_agents, stop_record_path
 from .divergence import Diverged, DivergenceGuard, NoiseWatch
+from . import watchdog
 from .traffic import assemble_matrices
 
 
@@ -262,12 +263,22 @@ def iterate(s: Session) -> None:
     """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
     evaluate(s, 0, 0.0)
-    s.eval_comm.Barrier()
+    wait_sleeping(s.eval_comm.Ibarrier())  # a long wait: sleep (docs/performance.md)
+    watch = watchdog.arm(s.run_dir, s.comm, s.cfg.run.stall_timeout)
+    try:
+        _loop(s, watch, iterations, eval_every)
+    finally:
+        watch.stop()
+
+
+def _loop(s: Session, watch, iterations: int, eval_every: int) -> None:
+    """The iterations of :func:`iterate`, with the stall watchdog ``watch`` armed."""
     start = perf_counter()
     for n in range(1, iterations + 1):
         s.net.round = n
         try:
             s.algorithm.step(n)
+            watch.progress(n)
             s.divergence.check(s.algorithm.estimate, n)
         except Diverged as err:
             write_json(stop_record_path(s.run_dir, s.rank, "diverged"),
@@ -286,13 +297,15 @@ def iterate(s: Session) -> None:
             raise speak_for_stopped_agents(s.run_dir, s.rank, n, err) from None
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
-            evaluate(s, n, tick - start - s.eval_seconds)
-            if s.net.guards:
-                # No agent moves on before the row is on disk: if one is then stopped (its
-                # budget), the abort cannot cut off what was already measured.
-                s.eval_comm.Barrier()
+            with watch.paused():  # an evaluation may take longer than an iteration
+                evaluate(s, n, tick - start - s.eval_seconds)
+                if s.net.guards:
+                    # No agent moves on before the row is on disk: if one is then stopped
+                    # (its budget), the abort cannot cut off what was already measured.
+                    s.eval_comm.Barrier()
             s.eval_seconds += perf_counter() - tick
-    s.eval_comm.Barrier()
+    # a rank that finished early (a token's non-holders) may wait long here: sleep
+    wait_sleeping(s.eval_comm.Ibarrier())
     s.wall_seconds = perf_counter() - start
 
 
