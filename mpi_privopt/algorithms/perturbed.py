@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 
 import numpy as np
 
@@ -82,6 +83,17 @@ def zcdp_schedule(agent, params: ZCDPParams) -> GeometricZCDPSchedule | None:
     privacy = agent.privacy
     return zcdp_nfl_schedule(privacy.epsilon, privacy.delta, noise_horizon(agent, params),
                              params.tau, params.conversion)
+
+
+def run_budget(cfg) -> types.SimpleNamespace:
+    """What a schedule reads of an agent (its budget and T), from the config alone."""
+    return types.SimpleNamespace(privacy=cfg.privacy, iterations=cfg.run.iterations)
+
+
+def config_zcdp_schedule(cls, cfg) -> GeometricZCDPSchedule | None:
+    """:func:`zcdp_schedule` of a run of ``cfg``, before any agent exists (a method's
+    ``noise_schedule = classmethod(config_zcdp_schedule)``)."""
+    return zcdp_schedule(run_budget(cfg), cfg.algorithm.params)
 
 
 class IterateRelease:
