@@ -25,7 +25,7 @@ SEND_FIRST = {"Send", "Isend", "Ssend", "Bsend", "Rsend", "Gather", "Igather", "
 PERSISTENT = {"Neighbor_allgather_init", "Neighbor_alltoall_init", "Send_init",
               "Allgather_init", "Bcast_init"}
 #: calls that carry no payload
-SILENT = {"Get_rank", "Get_size", "Barrier", "Free", "Dup", "Create_dist_graph_adjacent",
+SILENT = {"Get_rank", "Get_size", "Barrier", "Ibarrier", "Free", "Dup", "Create_dist_graph_adjacent",
           "Get_topology", "Get_dist_neighbors", "Get_dist_neighbors_count", "Recv", "Irecv",
           "recv", "irecv", "Probe", "Iprobe", "Get_name", "Set_name", "Is_inter"}
 

@@ -143,3 +143,121 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
             result.summary.worst_link_epsilon, rel=1e-12)
         assert result.summary.final_metrics["objective"] == metrics["objective"][-1]
         assert not Path(out, "models.npz").exists()
+
+
+# -- every registered method (issue 14 part 7) ----------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).parent))
+from contract_cases import BASE, case_for  # noqa: E402
+
+from mpi_privopt.algorithms import ALGORITHMS  # noqa: E402
+
+#: iterations per method: a few (token-admm: steps of the token)
+FEW = 3
+#: the largest payload a set-up agreement on the algorithm's communicator may carry (a
+#: token schedule's digests: three int64)
+AGREEMENT_BYTES = 64
+
+
+def private_values(problem):
+    """What of an agent's problem must never leave it: every row (2 or more floats) of its
+    float arrays, and every non-integral float of its vectors, as bytes in both byte
+    orders (integral values such as labels +-1 or zeros would match anything)."""
+    pieces = set()
+    for value in vars(problem).values():
+        if not (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size):
+            continue
+        array = np.asarray(value, dtype=np.float64)
+        rows = array.reshape(-1, array.shape[-1]) if array.ndim > 1 else array[np.newaxis]
+        for row in rows:
+            if row.size >= 2 and np.unique(row).size > 1:
+                pieces.update((row.tobytes(), row.byteswap().tobytes()))
+        values = array.ravel()
+        for v in values[values != np.round(values)]:
+            pieces.update((v.tobytes(), v.byteswap().tobytes()))
+    return pieces
+
+
+def deployment_run(comm, out, name, mode):
+    """``name``'s contract configuration (with its noise) for FEW iterations in ``mode``,
+    through a recording communicator. Returns the log, the booked releases' payloads, this
+    agent's private pieces and clean iterates, and the log index range of the iterations."""
+    case = case_for(name)
+    cfg = load_config(None, BASE + (case.noisy or case.noiseless)
+                      + [f"run.iterations={FEW}", "run.eval_every=1", f"run.evaluate={mode}",
+                         "run.progress_every=0"])
+    log = CallLog()
+    seen = {"releases": set(), "iterates": [], "window": [None, None]}
+
+    def spy(agent, algorithm):
+        class Releases:
+            def on_release(self, release, receivers, phase, round):
+                seen["releases"].add(np.array(release.payload, copy=True).tobytes())
+        agent.net.add_listener(Releases())
+        seen["private"] = private_values(agent.problem)
+        step = algorithm.step
+
+        def recorded_step(n):
+            if n == 1:
+                seen["window"][0] = len(log.records)
+            step(n)
+            seen["iterates"].append(np.array(algorithm.estimate, dtype=np.float64).tobytes())
+            seen["window"][1] = len(log.records)
+        algorithm.step = recorded_step
+
+    run(cfg, out=out, comm=RecordingComm(comm, log), stream=None, on_setup=spy)
+    return log, seen
+
+
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("mode", ["none", "local"])
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_no_raw_data_leaves_any_rank_in_any_method(comm, shared_dir, name, mode):
+    out = f"{shared_dir}/{name}-{mode}"
+    log, seen = deployment_run(comm, out, name, mode)
+    first, last = seen["window"]
+    assert first is not None and not log.unknown, log.unknown
+    inside = log.records[first:last]
+    outside = log.records[:first] + log.records[last:]
+
+    # The world itself carries nothing.
+    assert log.payloads(WORLD) == []
+    # The algorithm's communicator: during the iterations, only what the privacy layer
+    # booked; around them, only the set-up agreement of a schedule (a few integers).
+    during = [r.payload for r in inside if r.comm == GRAPH and r.payload is not None]
+    assert during, f"{name} sent nothing"
+    assert all(p in seen["releases"] for p in during), f"{name} sent an unbooked payload"
+    assert all(len(r.payload) <= AGREEMENT_BYTES for r in outside
+               if r.comm == GRAPH and r.payload is not None)
+
+    # The evaluation communicator: set-up agreement and end-of-run counters (pickled
+    # objects of the agreement calls) and, in "local" mode, one buffer of this agent's
+    # scalars per evaluation; in "none" mode nothing at all during the iterations.
+    comm.Barrier()
+    scalars = None
+    if mode == "local":
+        # metrics.csv: iteration, the metric columns, elapsed_seconds, the cost columns;
+        # each agent sends one float per metric column and per cost counter
+        header = comm.bcast(len(read_metrics(out)) if comm.rank == 0 else None)
+        scalars = 8 * (header - 2)
+    during_loop = {id(r) for r in inside}
+    for record in log.on(EVAL):
+        if record.payload is None:
+            continue
+        if record.call in ("allgather", "bcast", "gather"):  # agreement and counters
+            assert id(record) not in during_loop, f"{name}: {record.call} during the iterations"
+        else:
+            assert mode == "local", f"{name}: {record.call} on the evaluation channel ({mode})"
+            assert record.call in ("Gather", "Bcast", "Allreduce", "Reduce"), record.call
+            assert len(record.payload) == scalars, (record.call, len(record.payload))
+
+    # No piece of any agent's data, on any communicator; no clean iterate beside the
+    # algorithm's own (booked) releases.
+    private = comm.allgather(seen["private"])
+    payloads = log.payloads()
+    for k, pieces in enumerate(private):
+        leaked = [p for p in pieces if any(p in payload for payload in payloads)]
+        assert not leaked, f"{name} ({mode}): {len(leaked)} pieces of agent {k}'s data left"
+    evaluation = log.payloads(EVAL) + log.payloads(WORLD)
+    for w in seen["iterates"]:
+        assert not any(w in p for p in evaluation), f"{name}: a clean iterate was evaluated out"
