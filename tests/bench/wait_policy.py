@@ -33,7 +33,7 @@ from mpi4py import MPI
 
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.network import wait_sleeping
+from mpi_privopt.network import BACKOFF_CAP, wait_sleeping
 
 SPIN = 200e-6
 
@@ -46,14 +46,26 @@ def spin_then_sleep(request) -> None:
     wait_sleeping(request)
 
 
+def sleep_from(first: float):
+    """wait_sleeping's backoff, starting at ``first`` seconds instead."""
+    def wait(request) -> None:
+        if request.Test():
+            return
+        pause = first
+        while not request.Test():
+            time.sleep(pause)
+            pause = min(2.0 * pause, BACKOFF_CAP)
+    return wait
+
+
 POLICIES = {"poll": lambda request: request.Wait(), "sleep": wait_sleeping,
-            "spin+sleep": spin_then_sleep}
+            "spin+sleep": spin_then_sleep, "sleep from 31 us": sleep_from(BACKOFF_CAP / 32)}
 
 
 def long_wait(comm, delay: float, policy: str) -> tuple[float, float] | None:
     """(CPU / wall of rank 0's wait, seconds late) of one wait of ``delay``."""
     buf = np.zeros(1)
-    wait_sleeping(comm.Ibarrier())
+    comm.Barrier()  # polling: every rank leaves it within microseconds
     if comm.rank == 1:
         time.sleep(delay)
         comm.Send(buf, dest=0, tag=7)
@@ -101,44 +113,49 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2000)
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--json", default="")
+    parser.add_argument("--parts", default="wait,exchange,watchdog",
+                        help="which measurements, comma-separated")
     args = parser.parse_args()
     comm = MPI.COMM_WORLD
     out: dict = {"ranks": comm.size, "long_wait": {}, "exchange": {}, "watchdog": {}}
-    for delay in (2e-3, 20e-3, 200e-3, 1.0):
+    parts = args.parts.split(",")
+    for delay in (2e-3, 20e-3, 200e-3, 1.0) if "wait" in parts else ():
         for policy in POLICIES:
             rows = [long_wait(comm, delay, policy) for _ in range(args.rounds)]
             if comm.rank == 0:
                 out["long_wait"][f"{delay:g} {policy}"] = rows
-    for _ in range(args.rounds):
+    for _ in range(args.rounds if "exchange" in parts else 0):
         for policy in POLICIES:
             out["exchange"].setdefault(policy, []).append(exchange(comm, policy, args.repeats))
-    for _ in range(args.rounds):
+    for _ in range(args.rounds if "watchdog" in parts else 0):
         for timeout in ("off", 600):
             out["watchdog"].setdefault(str(timeout), []).append(
                 engine_iteration(comm, timeout, args.iterations))
     if comm.rank:
         return
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
     print(f"{comm.size} ranks, load average {open('/proc/loadavg').read().split()[0]}")
     print("long wait: CPU/wall of the waiting rank (min-max), seen late by (median)")
     for key, rows in out["long_wait"].items():
         cpu = [r[0] for r in rows]
         late = statistics.median(r[1] for r in rows)
         print(f"  {key:>18}  cpu/wall {min(cpu):.3f}-{max(cpu):.3f}  late {late * 1e6:8.0f} us")
-    poll = out["exchange"]["poll"]
+    poll = out["exchange"].get("poll")
     for policy, times in out["exchange"].items():
         ratios = [t / p for t, p in zip(times, poll)]
         print(f"exchange {policy:>10}: best {min(times) * 1e6:8.1f} us  median "
               f"{statistics.median(times) * 1e6:8.1f} us  / poll per round "
               f"{min(ratios):.2f}-{max(ratios):.2f} (median {statistics.median(ratios):.2f})")
+    if not out["watchdog"]:
+        return
     off = out["watchdog"]["off"]
     on = out["watchdog"]["600"]
     ratios = [a / b for a, b in zip(on, off)]
     print(f"dgd through the engine, watchdog armed / off: per round {min(ratios):.3f}-"
           f"{max(ratios):.3f} (median {statistics.median(ratios):.3f}); best "
           f"{min(on) * 1e6:.1f} / {min(off) * 1e6:.1f} us per iteration")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
