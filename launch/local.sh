@@ -10,6 +10,8 @@ source "$here/launch/_mpi.sh"
 ranks=${RANKS:-8}
 cd "$here"
 # More ranks than cores is allowed (Open MPI needs --oversubscribe for that), and Open MPI
-# gives the ranks time to stop cleanly on Ctrl-C (launch/_mpi.sh).
+# gives the ranks time to stop cleanly on Ctrl-C (launch/_mpi.sh). Oversubscribing costs
+# time: MPI polls inside a neighbour exchange, so a rank waiting there keeps a core busy;
+# only the long waits (a token, the end of the run) sleep (docs/performance.md, "Waiting").
 set_mpiexec_flags "$(command -v mpiexec)" oversubscribe
 exec mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@"

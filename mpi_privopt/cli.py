@@ -74,18 +74,25 @@ def _note_single_agent() -> None:
 
 def cmd_check(args) -> int:
     from . import problems
+    import numpy as np
+
+    from .commands.noise_outlook import noise_warning
     from .prelaunch import check_run_input
     from .topology import describe
 
     from .algorithms import ALGORITHMS
 
     cfg, graph = check_run_input(args.config, args.overrides, args.ranks)
-    counts = [len(problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)[1])
-              for agent in range(args.ranks)]
+    data = [problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
+            for agent in range(args.ranks)]
+    counts = [len(y) for _, y in data]
     # what a method can refuse only once it sees the graph and the data (a token schedule)
     check_setup = getattr(ALGORITHMS[cfg.algorithm.name], "check_setup", None)
     if check_setup is not None:
         check_setup(cfg, graph, counts)
+    # a schedule that cannot be calibrated (overflows over T) is refused here
+    warning = noise_warning(cfg, max([1.0] + [float(np.abs(a).max()) for d in data
+                                              for a in d if a.size]))
     info = describe(graph)
     print(f"config {cfg.source}: OK for {args.ranks} ranks")
     print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")
@@ -95,6 +102,8 @@ def cmd_check(args) -> int:
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
           f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
+    if warning:  # a warning, not a refusal: the run is possible, only pointless
+        print(f"mpi_privopt: warning: {warning}", file=sys.stderr, flush=True)
     print(f"launch with: mpiexec -n {args.ranks} python -m mpi4py -m mpi_privopt run "
           + " ".join(shlex.quote(word) for word in
                      [args.config, *(f for o in args.overrides for f in ("--set", o))]))

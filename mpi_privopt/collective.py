@@ -18,13 +18,19 @@ T = TypeVar("T")
 
 
 def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
-    """Call ``step()`` on every rank; raise everywhere if it raised a UserError anywhere."""
+    """Call ``step()`` on every rank; raise everywhere if it raised a UserError anywhere.
+
+    A step may be long on one rank (rank 0's reference solve, loading a big shard): the
+    others wait for it at a barrier that sleeps instead of MPI's polling
+    (:func:`~mpi_privopt.network.wait_sleeping`), then exchange the outcomes.
+    """
     failure = None
     result = None
     try:
         result = step()
     except UserError as err:
         failure = (type(err), err.what, err.fix)
+    wait_sleeping(comm.Ibarrier())
     failures = comm.allgather(failure)
     for rank, failed in enumerate(failures):
         if failed is not None:

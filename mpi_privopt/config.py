@@ -27,6 +27,7 @@ from typing import Any
 import tomli_w
 
 from .errors import ConfigError
+from .watchdog import DEFAULT_STALL_TIMEOUT
 
 EXPERIMENTS_PACKAGE = "mpi_privopt.experiments"
 DEFAULT_EXPERIMENT = "default"
@@ -82,6 +83,7 @@ class RunConfig:
     on_divergence: str = "stop"  # or "record": go on, the summary says "diverged"
     name: str = ""
     evaluate: str = "reference"
+    stall_timeout: float | str = DEFAULT_STALL_TIMEOUT  # seconds; 0 or "off": no watchdog
 
 
 @dataclass
@@ -290,6 +292,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .problems.aggregative import is_aggregative
     from .problems.config import local_l1
     from .topology import TOPOLOGIES
+    from .watchdog import stall_timeout_seconds
 
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
@@ -341,6 +344,12 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         raise ConfigError(f"run.evaluate = {run.evaluate!r} is unknown",
                           'use "reference" (simulation), "local" (each agent evaluates '
                           'itself) or "none" (deployment)')
+    try:
+        stall_timeout_seconds(run.stall_timeout)
+    except ValueError:
+        raise ConfigError(f"run.stall_timeout = {run.stall_timeout!r} is not a timeout",
+                          'give the seconds a job may go without progress before the watchdog '
+                          'ends it (e.g. 600), or 0 or "off" for no watchdog') from None
     local_l1(problem, run.evaluate)  # l1 = "auto" only where the data may be gathered
 
     algo_raw = dict(raw.get("algorithm", {}))

@@ -50,6 +50,7 @@ from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent
 from .summary import RunSummary, format_summary
 from .budget_stop import speak_for_stopped_agents, stop_record_path
 from .divergence import Diverged, DivergenceGuard, NoiseWatch
+from . import watchdog
 from .traffic import assemble_matrices
 
 
@@ -278,12 +279,22 @@ def iterate(s: Session) -> None:
     """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
     evaluate(s, 0, 0.0)
-    s.eval_comm.Barrier()
+    wait_sleeping(s.eval_comm.Ibarrier())  # a long wait: sleep (docs/performance.md)
+    watch = watchdog.arm(s.run_dir, s.comm, s.cfg.run.stall_timeout)
+    try:
+        _loop(s, watch, iterations, eval_every)
+    finally:
+        watch.stop()
+
+
+def _loop(s: Session, watch, iterations: int, eval_every: int) -> None:
+    """The iterations of :func:`iterate`, with the stall watchdog ``watch`` armed."""
     start = perf_counter()
     for n in range(1, iterations + 1):
         s.net.round = n
         try:
             s.algorithm.step(n)
+            watch.progress(n)
             s.divergence.check(s.algorithm.estimate, n)
         except Diverged as err:
             _flush_rows(s)
@@ -306,12 +317,14 @@ def iterate(s: Session) -> None:
             s.progress.update(n, s.metrics[-1].worst_link_epsilon if s.metrics else None)
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
-            evaluate(s, n, tick - start - s.eval_seconds)
+            with watch.paused():  # an evaluation may take longer than an iteration
+                evaluate(s, n, tick - start - s.eval_seconds)
             s.eval_seconds += perf_counter() - tick
     tick = perf_counter()
     _flush_rows(s)
     s.eval_seconds += perf_counter() - tick
-    s.eval_comm.Barrier()
+    # a rank that finished early (a token's non-holders) may wait long here: sleep
+    wait_sleeping(s.eval_comm.Ibarrier())
     s.wall_seconds = perf_counter() - start
 
 

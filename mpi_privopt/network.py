@@ -71,8 +71,11 @@ _CHAIN_STRIDE = 32768
 #: longest sleep (seconds) between two tests of a request in :func:`wait_sleeping`
 BACKOFF_CAP = 1e-3
 # The first sleep; doubled after each failed test, so a message that arrives soon is
-# seen soon, and a long wait costs one test per BACKOFF_CAP.
-_BACKOFF_FIRST = BACKOFF_CAP / 1024
+# seen soon, and a long wait costs one test per BACKOFF_CAP. 31 us, not 1 us: Linux sleeps
+# at least its ~60 us timer slack anyway, and the five extra wake-ups of a start at 1 us
+# cost a 2 ms wait 4.3-5.0% of a core against 2.5-3.6% (tests/bench/wait_policy.py,
+# docs/performance.md "Waiting"), without seeing the message sooner.
+_BACKOFF_FIRST = BACKOFF_CAP / 32
 _BACKOFF_GROWTH = 2.0
 
 
@@ -82,8 +85,8 @@ def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> Non
     MPICH's blocking calls (``Wait``, ``Recv``) poll at 100% CPU. That is right for a
     short exchange, but with a token K - 1 ranks wait at any time and the machine may
     have fewer cores than ranks. So: test the request, and while it is not complete sleep,
-    doubling the sleep from ``BACKOFF_CAP / 1024`` up to ``BACKOFF_CAP`` (the backoff of
-    ``mpi4py.futures``). A rank that waits long then costs one test per millisecond, and
+    doubling the sleep from ``BACKOFF_CAP / 32`` up to ``BACKOFF_CAP`` (the backoff of
+    ``mpi4py.futures``, started where the kernel's timer slack makes shorter sleeps moot). A rank that waits long then costs one test per millisecond, and
     a message is seen at most ``BACKOFF_CAP`` after it arrives (docs/token.md has the
     measured CPU time and latency).
     """

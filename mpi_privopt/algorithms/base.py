@@ -160,6 +160,13 @@ class Algorithm(ABC):
             check(cls.name, params)
 
     @classmethod
+    def noise_schedule(cls, cfg):
+        """The noise schedule a run of ``cfg`` calibrates, known before any agent exists
+        (``check`` warns when its scale anywhere on the horizon is absurd); None when the
+        method has no calibrated schedule to look at (the default)."""
+        return None
+
+    @classmethod
     def validate_config(cls, cfg) -> None:
         """Raise ConfigError when other sections do not suit the method (e.g. no budget)."""
         for check in cls.config_checks:

@@ -9,8 +9,8 @@ from ..errors import ConfigError
 from ..privacy.calibration import basic_composition_gaussian_schedule, basic_composition_schedule
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (IterateRelease, NoiseParams, noise_horizon, validate_budget,
-                        validate_noise_params)
+from .perturbed import (IterateRelease, NoiseParams, noise_horizon, run_budget,
+                        validate_budget, validate_noise_params)
 from .zcdp_nfl import private_linearised_step
 
 MECHANISMS = ("classical", "analytic")
@@ -21,6 +21,15 @@ def largest_release_epsilon(epsilon: float, delta: float, T: int, tau: float) ->
     Gaussian mechanism holds only below 1)."""
     eps_n, _ = basic_composition_schedule(epsilon, delta, T, tau)
     return float(eps_n.max())
+
+
+def basic_composition(agent, params):
+    """The agent's basic-composition schedule for its budget, or None when ``noiseless``."""
+    if params.noiseless:
+        return None
+    return basic_composition_gaussian_schedule(agent.privacy.epsilon, agent.privacy.delta,
+                                               noise_horizon(agent, params), params.tau,
+                                               params.mechanism)
 
 
 def check_basic_composition(name: str, cfg) -> None:
@@ -98,14 +107,16 @@ class EpsDeltaNFL(Algorithm):
     param_checks = (validate_noise_params,)
     config_checks = (validate_budget, check_basic_composition)
 
+    @classmethod
+    def noise_schedule(cls, cfg):
+        return basic_composition(run_budget(cfg), cfg.algorithm.params)
+
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         dim = agent.problem.n_features
         self.state = ConsensusState(agent.net, dim, params.rho)
         #: the noise schedule (None: noiseless)
-        self.schedule = None if params.noiseless else basic_composition_gaussian_schedule(
-            agent.privacy.epsilon, agent.privacy.delta, noise_horizon(agent, params),
-            params.tau, params.mechanism)
+        self.schedule = basic_composition(agent, params)
         self.release = IterateRelease(agent.noise, self.schedule)
         self.w = np.zeros(dim)
 

@@ -11,7 +11,8 @@ from ..problems.config import configured_l1, problem_loss
 from .admm import ConsensusState
 from .base import Algorithm, register
 from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
-                        validate_noise_params, zcdp_schedule)
+                        validate_noise_params, zcdp_schedule,
+                        config_zcdp_schedule)
 
 #: Newton iterations a local solve may take before it stops where it is (see
 #: :meth:`PADMM.local_minimiser`); every solve stopped there is counted and reported.
@@ -96,6 +97,7 @@ class PADMM(Algorithm):
     param_checks = (validate_noise_params,)
 
     config_checks = (validate_budget, require_smooth_squared_loss)
+    noise_schedule = classmethod(config_zcdp_schedule)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

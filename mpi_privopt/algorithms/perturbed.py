@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 
 import numpy as np
 
@@ -86,6 +87,17 @@ def zcdp_schedule(agent, params: ZCDPParams) -> GeometricZCDPSchedule | None:
     once = getattr(agent, "once", None) or (lambda step: step())
     return once(lambda: zcdp_nfl_schedule(privacy.epsilon, privacy.delta, horizon,
                                           params.tau, params.conversion))
+
+
+def run_budget(cfg) -> types.SimpleNamespace:
+    """What a schedule reads of an agent (its budget and T), from the config alone."""
+    return types.SimpleNamespace(privacy=cfg.privacy, iterations=cfg.run.iterations)
+
+
+def config_zcdp_schedule(cls, cfg) -> GeometricZCDPSchedule | None:
+    """:func:`zcdp_schedule` of a run of ``cfg``, before any agent exists (a method's
+    ``noise_schedule = classmethod(config_zcdp_schedule)``)."""
+    return zcdp_schedule(run_budget(cfg), cfg.algorithm.params)
 
 
 class IterateRelease:

@@ -7,7 +7,8 @@ import numpy as np
 
 from .base import Algorithm, register
 from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
-                        validate_noise_params, zcdp_schedule)
+                        validate_noise_params, zcdp_schedule,
+                        config_zcdp_schedule)
 from .steps import step_size
 
 
@@ -57,6 +58,7 @@ class ZCDPGradNFL(Algorithm):
     param_checks = (validate_noise_params,)
 
     config_checks = (validate_budget,)
+    noise_schedule = classmethod(config_zcdp_schedule)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

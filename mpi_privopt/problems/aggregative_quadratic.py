@@ -215,13 +215,18 @@ class QuadraticAggregative:
                 raise RuntimeError("the reference x* is not known: use_reference() first")
             return QuadraticToOptimum(self)
         if mode == LOCAL:
-            own = slice(self.agent * self.block_size, (self.agent + 1) * self.block_size)
+            block = slice(self.agent * self.block_size, (self.agent + 1) * self.block_size)
+
+            def own(w: np.ndarray) -> np.ndarray:
+                # a stacked estimate x_i (length n), or only the own block x_i (length n_i:
+                # the tracking baselines [6], [36]), as in QuadraticToOptimum
+                return w if w.size == self.block_size else w[block]
             if self.aggregate_size == 1:
                 return AgentMetrics([Metric("cost", "sum")],
-                                    lambda w, g: (self.expected_cost(w[own], g),),
-                                    aggregate=lambda w: self.A @ w[own], aggregate_size=1)
+                                    lambda w, g: (self.expected_cost(own(w), g),),
+                                    aggregate=lambda w: self.A @ own(w), aggregate_size=1)
             return AgentMetrics([Metric("separable_cost", "sum")],
-                                lambda w, _: (0.5 * float(np.sum((w[own] - self.p) ** 2)),))
+                                lambda w, _: (0.5 * float(np.sum((own(w) - self.p) ** 2)),))
         return None
 
 

@@ -147,3 +147,171 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
             result.summary.worst_link_epsilon, rel=1e-12)
         assert result.summary.final_metrics["objective"] == metrics["objective"][-1]
         assert not Path(out, "models.npz").exists()
+
+
+# -- every registered method (issue 14 part 7) ----------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).parent))
+from contract_cases import BASE, case_for  # noqa: E402
+
+from mpi_privopt.algorithms import ALGORITHMS  # noqa: E402
+
+#: iterations per method: a few (token-admm: steps of the token)
+FEW = 3
+#: the largest payload a set-up agreement on the algorithm's communicator may carry (a
+#: token schedule's digests: three int64)
+AGREEMENT_BYTES = 64
+
+
+def private_values(problem):
+    """What of an agent's problem must never leave it: every row (2 or more floats) of its
+    float arrays, and every non-integral float of its vectors, as bytes in both byte
+    orders (integral values such as labels +-1 or zeros would match anything)."""
+    pieces = set()
+    for value in vars(problem).values():
+        if not (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size):
+            continue
+        array = np.asarray(value, dtype=np.float64)
+        rows = array.reshape(-1, array.shape[-1]) if array.ndim > 1 else array[np.newaxis]
+        for row in rows:
+            if row.size >= 2 and np.unique(row).size > 1:
+                pieces.update((row.tobytes(), row.byteswap().tobytes()))
+        values = array.ravel()
+        for v in values[values != np.round(values)]:
+            pieces.update((v.tobytes(), v.byteswap().tobytes()))
+    return pieces
+
+
+def deployment_run(comm, out, name, mode):
+    """``name``'s contract configuration (with its noise) for FEW iterations in ``mode``,
+    through a recording communicator. Returns the log, the booked releases' payloads, this
+    agent's private pieces and clean iterates, and the log index range of the iterations."""
+    case = case_for(name)
+    cfg = load_config(None, BASE + (case.noisy or case.noiseless)
+                      + [f"run.iterations={FEW}", "run.eval_every=1", f"run.evaluate={mode}",
+                         "run.progress_every=0"])
+    log = CallLog()
+    seen = {"releases": set(), "iterates": [], "window": [None, None]}
+
+    def spy(agent, algorithm):
+        class Releases:
+            def on_release(self, release, receivers, phase, round):
+                seen["releases"].add(np.array(release.payload, copy=True).tobytes())
+        agent.net.add_listener(Releases())
+        seen["private"] = private_values(agent.problem)
+        seen["n_out"] = agent.net.n_out
+        step = algorithm.step
+
+        def recorded_step(n):
+            if n == 1:
+                seen["window"][0] = len(log.records)
+            step(n)
+            w = np.array(algorithm.estimate, dtype=np.float64)
+            if np.any(w != np.round(w)):  # not still a public start such as zeros
+                seen["iterates"].append(w.tobytes())
+            seen["window"][1] = len(log.records)
+        algorithm.step = recorded_step
+
+    run(cfg, out=out, comm=RecordingComm(comm, log), stream=None, on_setup=spy)
+    return log, seen
+
+
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("mode", ["none", "local"])
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_no_raw_data_leaves_any_rank_in_any_method(comm, shared_dir, name, mode):
+    out = f"{shared_dir}/{name}-{mode}"
+    log, seen = deployment_run(comm, out, name, mode)
+    comm.Barrier()
+    # every rank checks its own log; the ranks then agree on the findings (a failure on
+    # one rank alone would leave the others waiting in the next test's collective)
+    problems = deployment_problems(comm, out, name, mode, log, seen)
+    found = {k: p for k, p in enumerate(comm.allgather(problems)) if p}
+    assert not found, found
+
+
+def deployment_problems(comm, out, name, mode, log, seen) -> list[str]:
+    """What this rank's recorded run shows that a deployment must not do."""
+    problems = []
+    first, last = seen["window"]
+    if first is None or log.unknown:
+        return [f"no iteration recorded, or unknown calls {log.unknown}"]
+    inside = log.records[first:last]
+    outside = log.records[:first] + log.records[last:]
+
+    # The world itself carries nothing.
+    if log.payloads(WORLD):
+        problems.append(f"{len(log.payloads(WORLD))} payloads on the world communicator")
+    # The algorithm's communicator: during the iterations, only what the privacy layer
+    # booked; around them, only the set-up agreement of a schedule (a few integers).
+    during = [r for r in inside if r.comm == GRAPH and r.payload is not None]
+    if not sum(comm.allgather(len(during))):  # a token's agent may hold no step of a few
+        problems.append("nothing sent")
+    for r in during:
+        # a scatter hands MPI one release per out-neighbour, stacked
+        parts = seen["n_out"] if r.call in ("Neighbor_alltoall", "Ineighbor_alltoall") else 1
+        size = len(r.payload) // max(parts, 1)
+        if any(r.payload[i * size:(i + 1) * size] not in seen["releases"] for i in range(parts)):
+            problems.append(f"unbooked {r.call} of {len(r.payload)} bytes")
+    problems += [f"{r.call} of {len(r.payload)} bytes around the iterations" for r in outside
+                 if r.comm == GRAPH and r.payload is not None
+                 and len(r.payload) > AGREEMENT_BYTES]
+
+    # The evaluation communicator: set-up agreement and end-of-run counters (pickled
+    # objects of the agreement calls) and, in "local" mode, one buffer of this agent's
+    # scalars per evaluation; in "none" mode nothing at all during the iterations.
+    scalars = ()
+    if mode == "local":
+        # metrics.csv: iteration, the metric columns, elapsed_seconds, the two cost columns;
+        # each agent sends one row per evaluation: one float per metric column, its bytes
+        # sent and its worst link's accounting totals (HeadlineAccountant.EXPOSURE, from
+        # which rank 0 converts the epsilon column); and an aggregative problem's scalar
+        # aggregate (its share gathered, the sum broadcast)
+        header = comm.bcast(len(read_metrics(out)) if comm.rank == 0 else None)
+        scalars = (8, 8 * (header - 3 + len(HeadlineAccountant.EXPOSURE)))
+    during_loop = {id(r) for r in inside}
+    for record in log.on(EVAL):
+        if record.payload is None:
+            continue
+        if record.call in ("allgather", "bcast", "gather"):  # agreement and counters
+            if id(record) in during_loop:
+                problems.append(f"{record.call} on the evaluation channel while iterating")
+        elif mode != "local" or record.call not in ("Gather", "Igather", "Bcast", "Allreduce",
+                                                    "Reduce") \
+                or len(record.payload) not in scalars:
+            problems.append(f"{record.call} of {len(record.payload)} bytes on the evaluation "
+                            f"channel ({mode}; scalars are {scalars} bytes)")
+
+    # No piece of any agent's data, on any communicator; no clean iterate beside the
+    # algorithm's own (booked) releases.
+    private = comm.allgather(seen["private"])
+    payloads = log.payloads()
+    for k, pieces in enumerate(private):
+        leaked = sum(any(p in payload for payload in payloads) for p in pieces)
+        if leaked:
+            problems.append(f"{leaked} pieces of agent {k}'s data left")
+    evaluation = log.payloads(EVAL) + log.payloads(WORLD)
+    if any(w in p for w in seen["iterates"] for p in evaluation):
+        problems.append("a clean iterate left on the evaluation channel")
+    return problems
+
+
+@pytest.mark.mpi(min_size=3)
+def test_the_deployment_check_finds_a_leak(comm, shared_dir):
+    # the checker itself: one run, then planted records it must find
+    from recording import Record
+    out = f"{shared_dir}/planted"
+    log, seen = deployment_run(comm, out, "zcdp-nfl", "none")
+    comm.Barrier()
+    assert deployment_problems(comm, out, "zcdp-nfl", "none", log, seen) == []
+    first, _ = seen["window"]
+    row = next(iter(seen["private"]))
+    planted = [Record(EVAL, "gather", b"counters" + row),          # data on the monitor
+               Record(GRAPH, "Send", b"\x01" * 40),                 # an unbooked message
+               Record(EVAL, "Gather", np.ones(3).tobytes())]        # a buffer in "none"
+    log.records[first:first] = planted
+    seen["window"][1] += len(planted)
+    problems = " | ".join(deployment_problems(comm, out, "zcdp-nfl", "none", log, seen))
+    assert "data left" in problems and "unbooked Send of 40 bytes" in problems
+    assert "gather on the evaluation channel while iterating" in problems
+    assert "Gather of 24 bytes on the evaluation channel (none" in problems
