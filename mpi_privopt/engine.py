@@ -48,6 +48,7 @@ from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent
 from .summary import RunSummary, format_summary
 from .budget_stop import speak_for_stopped_agents, stop_record_path
 from .divergence import Diverged, DivergenceGuard, NoiseWatch
+from . import checkpoint
 from .traffic import assemble_matrices
 
 
@@ -136,6 +137,11 @@ class Session:
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
     diverged: list | None = None
+    #: checkpoints and resume (mpi_privopt/checkpoint.py)
+    checkpoints: Any = None
+    resumed: Any = None  # a checkpoint.Resume when the session continues a run
+    interrupted: int = 0  # the signal every agent agreed to stop on (0: none)
+    stopped_at: int | None = None
 
     @property
     def rank(self) -> int:
@@ -148,7 +154,8 @@ class Session:
 
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         stream: TextIO | None = sys.stdout,
-        on_setup: Callable[[Agent, Any], None] | None = None) -> RunResult | None:
+        on_setup: Callable[[Agent, Any], None] | None = None,
+        resume: bool = False) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -164,6 +171,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     on_setup : callable, optional
         Called on every rank as ``on_setup(agent, algorithm)`` before the first iteration,
         e.g. to attach a receive listener that models a curious neighbour.
+    resume : bool, optional
+        Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
+        run's only in ``run.iterations``).
 
     Returns
     -------
@@ -174,7 +184,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
     try:
         session = set_up(cfg, out, comm, eval_comm,
-                         stream if comm.Get_rank() == 0 else None, on_setup)
+                         stream if comm.Get_rank() == 0 else None, on_setup, resume)
         iterate(session)
         return finish(session)
     finally:
@@ -182,7 +192,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
 
 
 def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-           stream: TextIO | None, on_setup=None) -> Session:
+           stream: TextIO | None, on_setup=None, resume: bool = False) -> Session:
     """Agree on config, graph and run directory; build problem, network, ledger, algorithm."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
@@ -192,6 +202,12 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name].check_agent_count(n_agents))
     graph = agree(eval_comm, lambda: build_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
+    agree(eval_comm, lambda: checkpoint.refuse_unsaveable(cfg))
+    if resume:  # the run's own directory, with its checkpoint
+        agree(eval_comm, lambda: checkpoint.check_resume_input(out, cfg, graph, n_agents))
+        session = _set_up_in(out, cfg, comm, eval_comm, stream, on_setup, graph, resume)
+        checkpoint.resume_session(session)
+        return session
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
     try:
@@ -203,7 +219,7 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
 
 
 def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-               stream: TextIO | None, on_setup, graph) -> Session:
+               stream: TextIO | None, on_setup, graph, resume: bool = False) -> Session:
     """The rest of :func:`set_up`, once the run directory is claimed."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
@@ -239,8 +255,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     directory = None
     if root:
         directory = RunDirectory(run_dir)
-        directory.write_config(cfg.to_toml())
-        directory.write_graph(graph)
+        if not resume:  # a resume writes its config once it is accepted (checkpoint.py)
+            directory.write_config(cfg.to_toml())
+            directory.write_graph(graph)
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
                        f"{n_agents} agents, {cfg.topology.kind} graph "
                        f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
@@ -252,19 +269,28 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                            f"F(w_c) = {problem.reference.value:.6g}")
         else:
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
-    return Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
-                   run_dir=str(run_dir), problem=problem, net=net, ledger=ledger, noise=noise,
-                   algorithm=algorithm, monitor=monitor, directory=directory,
-                   divergence=divergence)
+    session = Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
+                      run_dir=str(run_dir), problem=problem, net=net, ledger=ledger,
+                      noise=noise, algorithm=algorithm, monitor=monitor, directory=directory,
+                      divergence=divergence)
+    session.checkpoints = checkpoint.Checkpointer(session, cfg.run.checkpoint_every)
+    return session
 
 
 def iterate(s: Session) -> None:
     """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
-    evaluate(s, 0, 0.0)
+    if s.resumed is None:
+        evaluate(s, 0, 0.0)
     s.eval_comm.Barrier()
-    start = perf_counter()
-    for n in range(1, iterations + 1):
+    first, start = checkpoint.loop_start(s)
+    with checkpoint.StopOnSignal(s.comm, checkpoint.can_save(s)) as stop:
+        _iterate(s, first, iterations, eval_every, start, stop)
+
+
+def _iterate(s: Session, first: int, iterations: int, eval_every: int, start: float,
+             stop) -> None:
+    for n in range(first, iterations + 1):
         s.net.round = n
         try:
             s.algorithm.step(n)
@@ -292,6 +318,8 @@ def iterate(s: Session) -> None:
                 # budget), the abort cannot cut off what was already measured.
                 s.eval_comm.Barrier()
             s.eval_seconds += perf_counter() - tick
+        if checkpoint.after_iteration(s, stop, n, perf_counter() - start - s.eval_seconds):
+            break  # a signal: every agent stops here, its checkpoint written
     s.eval_comm.Barrier()
     s.wall_seconds = perf_counter() - start
 
@@ -317,7 +345,9 @@ def finish(s: Session) -> RunResult | None:
     n_agents = s.comm.Get_size()
     mode = s.cfg.run.evaluate
     final_models = None
-    if mode == REFERENCE:
+    if s.interrupted:
+        pass  # not final: the checkpoint holds the models, a resume writes the final ones
+    elif mode == REFERENCE:
         final_models = s.monitor.gather_models(s.algorithm.estimate)
     else:
         write_agent_model(s.run_dir, s.rank, s.algorithm.estimate)
@@ -347,9 +377,11 @@ def finish(s: Session) -> RunResult | None:
     if final_models is not None:
         # a problem without a closed-form reference (e.g. personalised) has no w_c to save
         s.directory.write_models(final_models, None if reference is None else reference.w)
+    checkpoint.mark_interrupted(s, summary)
     s.directory.write_summary(summary)
     s.directory.close()
-    _print(s.stream, format_summary(summary))
+    if not s.interrupted:  # an interrupted run says one line (the command line's)
+        _print(s.stream, format_summary(summary))
     return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
                      models=None if final_models is None else final_models.copy(),
                      w_c=None if reference is None else reference.w)

@@ -56,6 +56,9 @@ class Algorithm(ABC):
     #: the fewest agents the method can run with (a method that must send its neighbours
     #: something at set-up cannot run alone)
     min_agents: ClassVar[int] = 1
+    #: why the method cannot be checkpointed ("" = it can: its whole state between two
+    #: iterations is in its agent's objects; mpi_privopt/checkpoint.py)
+    no_checkpoint: ClassVar[str] = ""
 
     @dataclasses.dataclass
     class Params:
