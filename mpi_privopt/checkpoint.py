@@ -338,9 +338,7 @@ class Checkpointer:
         if failures[0]:
             path.unlink(missing_ok=True)
             raise self._write_error(s, n, failures[0])
-        for old in self._dir.glob(STATE_FILE.format(rank=rank, iteration="*")):
-            if old != path:
-                old.unlink(missing_ok=True)
+        remove_stale(s.run_dir, rank, keep=path)
         self.saved_at = n
 
     def _point_latest(self, s, n: int, ranks: int) -> None:
@@ -362,6 +360,15 @@ class Checkpointer:
             if kept else "free space there and run again")
         err.collective = True  # every rank knows: one message, from rank 0
         return err
+
+
+def remove_stale(run_dir: str | Path, rank: int, keep: Path | None) -> None:
+    """Remove this rank's older checkpoint files and any partial file a killed writer left."""
+    folder = checkpoint_dir(run_dir)
+    name = STATE_FILE.format(rank=rank, iteration="*")
+    for old in [*folder.glob(name), *folder.glob(f".{name}.partial")]:
+        if old != keep:
+            old.unlink(missing_ok=True)
 
 
 def _try(action) -> str | None:
@@ -524,6 +531,8 @@ def resume_session(s) -> None:
                               "filesystem) with the files the run wrote") from None
 
     agree(s.eval_comm, load)
+    remove_stale(s.run_dir, s.comm.Get_rank(),
+                 keep=state_path(s.run_dir, s.comm.Get_rank(), s.resumed.iteration))
     s.eval_seconds = s.resumed.eval_seconds
     agree(s.eval_comm, lambda: refuse_overspend(s, s.resumed.iteration + 1))
     if s.directory is not None:

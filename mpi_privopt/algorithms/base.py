@@ -129,6 +129,16 @@ class Algorithm(ABC):
     def estimate(self) -> np.ndarray:
         """The agent's current model w_k, the one the metrics evaluate."""
 
+    def planned_events(self, first: int, last: int) -> list | None:
+        """The privacy events of iterations ``first`` .. ``last`` as one observer sees them,
+        when the method knows them before it runs (its noise schedule is public).
+
+        A resume asks, and is refused before any release when they would take the agent
+        past ``privacy.epsilon`` (mpi_privopt/checkpoint.py). None (the default): not known
+        ahead; the ledger's guard then refuses the first release over the budget.
+        """
+        return None
+
     def report(self) -> dict:
         """Extra facts for ``summary.json`` (rank 0's instance is asked), e.g. a certificate.
 
