@@ -47,8 +47,13 @@ def _run_args(*args: str) -> list[str]:
     return [sys.executable, "-m", "mpi4py", "-m", "mpi_privopt", "run", *args]
 
 
+#: agree on a signal after every iteration (these runs take milliseconds per iteration;
+#: by default the agents agree about every 20 ms, which would be past the end here)
+EVERY_ITERATION = {"MPI_PRIVOPT_AGREE_SECONDS": "0"}
+
+
 def launch(*args: str, fault: str | None = None, ranks: int = RANKS):
-    env = {"MPI_PRIVOPT_TEST_FAULT": fault} if fault else None
+    env = {**EVERY_ITERATION, **({"MPI_PRIVOPT_TEST_FAULT": fault} if fault else {})}
     return run_mpiexec(ranks, _run_args(*args), timeout=TIMEOUT, env=env)
 
 
@@ -56,7 +61,7 @@ def start(*args: str, fault: str) -> subprocess.Popen:
     """A run in the background (its launcher's pid is ``.pid``)."""
     return subprocess.Popen(mpiexec_command(RANKS, *_run_args(*args)), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=child_env({"MPI_PRIVOPT_TEST_FAULT": fault}))
+                            env=child_env({**EVERY_ITERATION, "MPI_PRIVOPT_TEST_FAULT": fault}))
 
 
 def wait_for(path: Path, job: subprocess.Popen) -> int:

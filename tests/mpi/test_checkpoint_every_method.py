@@ -64,6 +64,8 @@ def test_only_the_token_method_cannot_be_checkpointed():
 def test_signal_then_resume_equals_a_straight_run(root, name, monkeypatch):
     comm = MPI.COMM_WORLD
     cfg = _config(name)
+    # agree after every iteration (by default about every 20 ms: past the end of this run)
+    monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", "0")
     straight, stopped = root / name / "straight", root / name / "stopped"
     run(cfg, out=str(straight), comm=comm, stream=None)
 
@@ -87,3 +89,28 @@ def test_signal_then_resume_equals_a_straight_run(root, name, monkeypatch):
     for column in a:
         if column != "elapsed_seconds":
             assert a[column].tolist() == b[column].tolist(), column
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("aim", [0.0, 0.002])
+def test_every_rank_stops_after_the_same_iteration(aim, monkeypatch):
+    # the stride between agreements is rank 0's timing; every rank must still complete
+    # each agreement, and stop, after the same iteration, whoever got the signal
+    import signal
+    import time
+    comm = MPI.COMM_WORLD
+    monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", str(aim))
+    signalled = comm.size - 1
+    with checkpoint.StopOnSignal(comm) as stop:
+        for n in range(1, 100000):
+            time.sleep(0.0002)  # an iteration's work
+            if n == 50 and comm.rank == signalled:
+                stop._handle(signal.SIGTERM, None)
+            agreed = stop.agreed()
+            if agreed:
+                break
+    assert agreed == signal.SIGTERM
+    stops = comm.allgather(n)
+    assert len(set(stops)) == 1 and stops[0] > 50
+    if aim == 0.0:
+        assert stops[0] <= 52  # started after 50 or 51, completed one iteration on
