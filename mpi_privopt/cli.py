@@ -6,7 +6,9 @@ Launch runs under MPI, one rank per agent::
 
 (``-m mpi4py`` makes an unexpected exception on one rank abort the whole job instead of
 leaving the others waiting.) Bad input prints one message naming what is wrong and how to
-fix it, and every rank exits with status 2.
+fix it, and every rank exits with status 2. ``run --resume RUN_DIR`` continues a run from
+its last checkpoint (mpi_privopt/checkpoint.py); a run stopped by SIGTERM/SIGINT exits
+128 + the signal with one line saying so.
 """
 from __future__ import annotations
 
