@@ -227,7 +227,10 @@ def test_a_disk_that_fills_during_a_checkpoint_keeps_the_last_good_one(tmp_path,
     filler = fill(small_disk)
     Path(f"{paused}.go").touch()
     stdout, stderr = job.communicate(timeout=TIMEOUT)
-    assert job.returncode == 4, stderr
+    # 4, ours; every rank leaves with it after MPI_Finalize, and hydra sometimes kills a
+    # rank still leaving and reports 9 with its banner (the clean-up race docs/reliability.md
+    # names for every error found after MPI starts: 1 of 2 runs here)
+    assert job.returncode in (4, 9), stderr
     assert_quiet_failure(stderr)
     ours = [line for line in stderr.splitlines() if line.startswith("mpi_privopt")]
     assert len(ours) == 1 and "the disk is full" in ours[0], stderr
