@@ -254,7 +254,9 @@ def test_a_spent_budget_is_never_reset_by_extending_the_run(tmp_path):
     before = {name: (out / name).read_bytes() for name in ("summary.json", "config.toml",
                                                              "privacy.json", "metrics.csv")}
     refused = launch("--resume", str(out), "--set", "run.iterations=13")
-    assert refused.returncode == 2, refused.stderr
+    # 2, ours; found once MPI has started (the schedule is in the saved state), so hydra's
+    # clean-up race may report 9 instead (as for the disk-full case)
+    assert refused.returncode in (2, 9), refused.stderr
     assert_quiet_failure(refused.stderr)
     ours = [line for line in refused.stderr.splitlines() if line.startswith("mpi_privopt")]
     assert len(ours) == 1, refused.stderr
