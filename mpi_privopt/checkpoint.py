@@ -529,7 +529,7 @@ def fault(point: str, rank: int, iteration: int) -> None:
     """Inject the fault ``MPI_PRIVOPT_TEST_FAULT`` names, if this is its place (tests only).
 
     ``kill@POINT:R:N``  rank R kills itself (SIGKILL) at POINT of iteration N;
-    ``term@POINT:R:N``  rank R sends itself SIGTERM there (a signal to one rank);
+    ``term@POINT:R:N``, ``int@...``  rank R sends itself SIGTERM (SIGINT) there;
     ``pause@POINT:R:N:FILE``  rank R creates FILE, then waits (sleeping) until a stop
     signal arrives or ``FILE.go`` exists. POINT: ``iteration`` (after the step),
     ``checkpoint-begin`` (before writing) or ``checkpoint-write`` (file written, not yet
@@ -538,8 +538,9 @@ def fault(point: str, rank: int, iteration: int) -> None:
     if _FAULT is None or _FAULT[1:4] != (point, rank, iteration):
         return
     action, file = _FAULT[0], _FAULT[4]
-    if action in ("kill", "term"):  # SIGKILL, or SIGTERM to this rank alone
-        os.kill(os.getpid(), signal.SIGKILL if action == "kill" else signal.SIGTERM)
+    sent = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}
+    if action in sent:  # SIGKILL, or SIGTERM / SIGINT to this rank alone
+        os.kill(os.getpid(), sent[action])
     if action == "pause":
         Path(file).write_text(f"{os.getpid()}\n")  # the test may kill this rank by pid
         go = Path(file + ".go")

@@ -114,3 +114,17 @@ def test_every_rank_stops_after_the_same_iteration(aim, monkeypatch):
     assert len(set(stops)) == 1 and stops[0] > 50
     if aim == 0.0:
         assert stops[0] <= 52  # started after 50 or 51, completed one iteration on
+
+
+@pytest.mark.mpi(min_size=2)
+def test_sigint_to_the_last_rank_stops_every_rank(root, monkeypatch):
+    # Ctrl-C (SIGINT) reaching one rank only: the others learn it from the agreement
+    comm = MPI.COMM_WORLD
+    monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", "0")
+    monkeypatch.setattr(checkpoint, "_FAULT", ("int", "iteration", comm.size - 1, 4, ""))
+    result = run(_config("dgd"), out=str(root / "sigint"), comm=comm, stream=None)
+    if comm.rank == 0:
+        assert result.summary.status == "interrupted"
+        assert result.summary.stop_signal == "SIGINT"
+        assert result.summary.stopped_at_iteration in (4, 5)
+        assert checkpoint.latest(root / "sigint")["iteration"] == result.summary.stopped_at_iteration
