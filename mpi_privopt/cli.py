@@ -6,7 +6,9 @@ Launch runs under MPI, one rank per agent::
 
 (``-m mpi4py`` makes an unexpected exception on one rank abort the whole job instead of
 leaving the others waiting.) Bad input prints one message naming what is wrong and how to
-fix it, and every rank exits with status 2.
+fix it, and every rank exits with status 2. ``run --resume RUN_DIR`` continues a run from
+its last checkpoint (mpi_privopt/checkpoint.py); a run stopped by SIGTERM/SIGINT exits
+128 + the signal with one line saying so.
 """
 from __future__ import annotations
 
@@ -31,18 +33,23 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from .prelaunch import preload_for_rank_0, validate_before_mpi
-    validate_before_mpi(args.config, args.overrides)  # bad input: exit 2 before MPI starts
+    from .prelaunch import preload_for_rank_0, resume_config, validate_before_mpi
+    config, out = args.config, args.out
+    if args.resume:  # the run's own config and directory (checked before MPI starts)
+        config, out = resume_config(args.resume, args.config, args.out, args.overrides)
+    validate_before_mpi(config, args.overrides, resume=args.resume)  # bad input: exit 2
     preload_for_rank_0()
     from .engine import run
-    cfg = load_agreed_config(args.config, args.overrides)
+    cfg = load_agreed_config(config, args.overrides)
     _note_single_agent()
-    result = run(cfg, out=args.out, stream=None if args.quiet else sys.stdout,
-                 progress=progress_choice(args))
+    result = run(cfg, out=out, stream=None if args.quiet else sys.stdout,
+                 progress=progress_choice(args), resume=bool(args.resume))
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
     from mpi4py import MPI
     status = MPI.COMM_WORLD.bcast(result.summary.status if result is not None else None)
+    if status == "interrupted":
+        return _interrupted(result)
     if status == "diverged":
         # finished (run.on_divergence = "record"), but never a success
         if result is not None:
@@ -60,6 +67,25 @@ def progress_choice(args) -> bool | None:
     if args.quiet:
         return False
     return True if args.progress else None
+
+
+def _interrupted(result) -> int:
+    """One line (rank 0) saying how to continue; the status says which signal (128 + N)."""
+    import signal
+    from mpi4py import MPI
+    from .checkpoint import resume_command
+    signum = MPI.COMM_WORLD.bcast(
+        int(signal.Signals[result.summary.stop_signal]) if result is not None else None)
+    if result is not None:
+        s = result.summary
+        print(f"mpi_privopt: interrupted by {s.stop_signal} after iteration "
+              f"{s.stopped_at_iteration} of {s.iterations} (checkpoint written); continue "
+              f"with: {resume_command(result.run_dir, s.ranks)}", file=sys.stderr, flush=True)
+    # Every rank leaves together and cleanly: a non-zero exit under `python -m mpi4py`
+    # would make each rank call MPI_Abort and print a line of its own.
+    sys.stdout.flush()
+    MPI.Finalize()
+    os._exit(128 + signum)
 
 
 def _note_single_agent() -> None:
@@ -182,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true",
                    help="show the progress line on stderr even when it is not a terminal "
                         "(it is shown on a terminal anyway; run.progress in the config)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its last checkpoint (with its "
+                        "config; only --set run.iterations=N may change, to extend it)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("check", help="validate a config for K ranks without running it")

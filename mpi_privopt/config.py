@@ -84,6 +84,7 @@ class RunConfig:
     name: str = ""
     evaluate: str = "reference"
     stall_timeout: float | str = DEFAULT_STALL_TIMEOUT  # seconds; 0 or "off": no watchdog
+    checkpoint_every: int = 0  # 0: a checkpoint only at SIGTERM/SIGINT (mpi_privopt/checkpoint.py)
 
 
 @dataclass
@@ -336,6 +337,9 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",
                           "use 0 for about ten progress lines")
+    if run.checkpoint_every < 0:
+        raise ConfigError(f"run.checkpoint_every = {run.checkpoint_every} must be >= 0",
+                          "use 0 to checkpoint only at a signal, N for every N iterations")
     if run.on_divergence not in DIVERGENCE_MODES:
         raise ConfigError(f"run.on_divergence = {run.on_divergence!r} is unknown",
                           'use "stop" (end the run at the first diverged iterate) or "record" '

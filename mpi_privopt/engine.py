@@ -50,7 +50,7 @@ from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent
 from .summary import RunSummary, format_summary
 from .budget_stop import speak_for_stopped_agents, stop_record_path
 from .divergence import Diverged, DivergenceGuard, NoiseWatch
-from . import watchdog
+from . import checkpoint, watchdog
 from .traffic import assemble_matrices
 
 
@@ -140,6 +140,11 @@ class Session:
     wall_seconds: float = 0.0
     diverged: list | None = None
     progress: Progress | None = None  # rank 0's line on stderr, when shown
+    #: checkpoints and resume (mpi_privopt/checkpoint.py)
+    checkpoints: Any = None
+    resumed: Any = None  # a checkpoint.Resume when the session continues a run
+    interrupted: int = 0  # the signal every agent agreed to stop on (0: none)
+    stopped_at: int | None = None
 
     @property
     def rank(self) -> int:
@@ -153,7 +158,7 @@ class Session:
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         stream: TextIO | None = sys.stdout,
         on_setup: Callable[[Agent, Any], None] | None = None,
-        progress: bool | None = None) -> RunResult | None:
+        progress: bool | None = None, resume: bool = False) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -172,6 +177,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     progress : bool, optional
         Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
         ``run.progress`` says (``auto``: when stderr is a terminal).
+    resume : bool, optional
+        Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
+        run's only in ``run.iterations``).
 
     Returns
     -------
@@ -182,7 +190,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
     try:
         session = set_up(cfg, out, comm, eval_comm,
-                         stream if comm.Get_rank() == 0 else None, on_setup)
+                         stream if comm.Get_rank() == 0 else None, on_setup, resume)
         if session.root and (progress_wanted(cfg.run.progress) if progress is None else progress):
             session.progress = Progress(cfg.run.iterations)
         try:
@@ -196,7 +204,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
 
 
 def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-           stream: TextIO | None, on_setup=None) -> Session:
+           stream: TextIO | None, on_setup=None, resume: bool = False) -> Session:
     """Agree on config, graph and run directory; build problem, network, ledger, algorithm."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
@@ -206,6 +214,12 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name].check_agent_count(n_agents))
     graph = agree(eval_comm, lambda: build_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
+    agree(eval_comm, lambda: checkpoint.refuse_unsaveable(cfg))
+    if resume:  # the run's own directory, with its checkpoint
+        agree(eval_comm, lambda: checkpoint.check_resume_input(out, cfg, graph, n_agents))
+        session = _set_up_in(out, cfg, comm, eval_comm, stream, on_setup, graph, resume)
+        checkpoint.resume_session(session)
+        return session
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
     try:
@@ -217,7 +231,7 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
 
 
 def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
-               stream: TextIO | None, on_setup, graph) -> Session:
+               stream: TextIO | None, on_setup, graph, resume: bool = False) -> Session:
     """The rest of :func:`set_up`, once the run directory is claimed."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
     root = rank == 0
@@ -256,8 +270,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     directory = None
     if root:
         directory = RunDirectory(run_dir)
-        directory.write_config(cfg.to_toml())
-        directory.write_graph(graph)
+        if not resume:  # a resume writes its config once it is accepted (checkpoint.py)
+            directory.write_config(cfg.to_toml())
+            directory.write_graph(graph)
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
                        f"{n_agents} agents, {cfg.topology.kind} graph "
                        f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
@@ -269,28 +284,34 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                            f"F(w_c) = {problem.reference.value:.6g}")
         else:
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
-    return Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
-                   run_dir=str(run_dir), problem=problem, net=net, ledger=ledger, noise=noise,
-                   algorithm=algorithm, monitor=monitor, directory=directory,
-                   divergence=divergence)
+    session = Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
+                      run_dir=str(run_dir), problem=problem, net=net, ledger=ledger,
+                      noise=noise, algorithm=algorithm, monitor=monitor, directory=directory,
+                      divergence=divergence)
+    session.checkpoints = checkpoint.Checkpointer(session, cfg.run.checkpoint_every)
+    return session
 
 
 def iterate(s: Session) -> None:
     """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
-    evaluate(s, 0, 0.0)
+    if s.resumed is None:
+        evaluate(s, 0, 0.0)
     wait_sleeping(s.eval_comm.Ibarrier())  # a long wait: sleep (docs/performance.md)
+    first, start = checkpoint.loop_start(s)
     watch = watchdog.arm(s.run_dir, s.comm, s.cfg.run.stall_timeout)
     try:
-        _loop(s, watch, iterations, eval_every)
+        with checkpoint.StopOnSignal(s.comm, checkpoint.can_save(s)) as stop:
+            _loop(s, watch, stop, first, iterations, eval_every, start)
     finally:
         watch.stop()
 
 
-def _loop(s: Session, watch, iterations: int, eval_every: int) -> None:
-    """The iterations of :func:`iterate`, with the stall watchdog ``watch`` armed."""
-    start = perf_counter()
-    for n in range(1, iterations + 1):
+def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
+          start: float) -> None:
+    """The iterations of :func:`iterate`, from ``first`` (after a resume), with the stall
+    watchdog ``watch`` armed and ``stop`` agreeing on a signal (checkpoint.py)."""
+    for n in range(first, iterations + 1):
         s.net.round = n
         try:
             s.algorithm.step(n)
@@ -320,6 +341,9 @@ def _loop(s: Session, watch, iterations: int, eval_every: int) -> None:
             with watch.paused():  # an evaluation may take longer than an iteration
                 evaluate(s, n, tick - start - s.eval_seconds)
             s.eval_seconds += perf_counter() - tick
+        if checkpoint.after_iteration(s, stop, n, perf_counter() - start - s.eval_seconds,
+                                      before_save=lambda: _flush_rows(s)):
+            break  # a signal: every agent stops here, its checkpoint written
     tick = perf_counter()
     _flush_rows(s)
     s.eval_seconds += perf_counter() - tick
@@ -364,7 +388,9 @@ def finish(s: Session) -> RunResult | None:
     n_agents = s.comm.Get_size()
     mode = s.cfg.run.evaluate
     final_models = None
-    if mode == REFERENCE:
+    if s.interrupted:
+        pass  # not final: the checkpoint holds the models, a resume writes the final ones
+    elif mode == REFERENCE:
         final_models = s.monitor.gather_models(s.algorithm.estimate)
     else:
         write_agent_model(s.run_dir, s.rank, s.algorithm.estimate)
@@ -397,10 +423,12 @@ def finish(s: Session) -> RunResult | None:
     if final_models is not None:
         # a problem without a closed-form reference (e.g. personalised) has no w_c to save
         s.directory.write_models(final_models, None if reference is None else reference.w)
+    checkpoint.mark_interrupted(s, summary)
     s.directory.write_summary(summary)
     s.directory.close()
     wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
-    _print(s.stream, format_summary(summary))
+    if not s.interrupted:  # an interrupted run says one line (the command line's)
+        _print(s.stream, format_summary(summary))
     return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
                      models=None if final_models is None else final_models.copy(),
                      w_c=None if reference is None else reference.w)

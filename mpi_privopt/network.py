@@ -229,12 +229,8 @@ class BroadcastChannel:
         self._following = tuple((i + 1) % buffers for i in range(buffers))
         self._nbytes = self.sends[0].nbytes
         self._counters = None  # the phase's meter counters, made by the first exchange
-        try:
-            self._requests = [net.comm.Neighbor_allgather_init(send, self.received)
-                              for send in self.sends]
-        except NotImplementedError:  # an MPI-3 library: no persistent collectives
-            self._requests = [_BlockingAllgather(net.comm, send, self.received)
-                              for send in self.sends]
+        self._requests = []
+        self.reopen()
 
     @property
     def persistent(self) -> bool:
@@ -306,6 +302,35 @@ class BroadcastChannel:
         for request in self._requests:
             request.Free()
         self._requests = []
+
+    # -- checkpoints (mpi_privopt/checkpoint.py) -----------------------------------------
+
+    def __getstate__(self) -> dict:
+        # Saved: the buffers (which one is outgoing, which last sent, by identity), the
+        # wrapped releases, the counters. Not saved: MPI requests and the id-keyed index,
+        # which belong to this process; reopen() rebuilds them.
+        return {name: getattr(self, name) for name in self.__slots__
+                if name not in ("_requests", "_index")}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._index = {id(send): i for i, send in enumerate(self.sends)}
+        self._requests = []
+
+    def reopen(self) -> None:
+        """Set up the persistent requests again on this channel's (restored) buffers.
+
+        Collective, like the channel's creation: every agent reopens its channels in the
+        same order (:meth:`Network.reopen`).
+        """
+        net = self._net
+        try:
+            self._requests = [net.comm.Neighbor_allgather_init(send, self.received)
+                              for send in self.sends]
+        except NotImplementedError:  # an MPI-3 library: no persistent collectives
+            self._requests = [_BlockingAllgather(net.comm, send, self.received)
+                              for send in self.sends]
 
 
 class Network:
@@ -676,6 +701,17 @@ class Network:
         if self.receive_listeners:
             self._observe(out[np.newaxis], (source,), phase)
         return source
+
+    def __getstate__(self) -> dict:
+        # The broadcast bookers are closures made from the listeners (not picklable):
+        # a restored network makes them again on its first broadcast.
+        return {**self.__dict__, "_books": None}
+
+    def reopen(self) -> None:
+        """After a restore from a checkpoint: set up the channels' persistent requests
+        again (collective: every agent restores the same channels in the same order)."""
+        for channel in self._channels:
+            channel.reopen()
 
     @property
     def collective_path(self) -> str:

@@ -16,7 +16,8 @@ import time
 
 from .config import Config, load_config
 
-__all__ = ["build_graph", "check_run_input", "preload_for_rank_0", "validate_before_mpi"]
+__all__ = ["build_graph", "check_run_input", "preload_for_rank_0", "resume_config",
+           "validate_before_mpi"]
 
 #: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
 #: epsilon conversions) and the other ranks do not import at all
@@ -45,6 +46,8 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     cfg = load_config(config, overrides)
     method = ALGORITHMS[cfg.algorithm.name]
     method.check_agent_count(n_ranks)
+    from .checkpoint import refuse_unsaveable
+    refuse_unsaveable(cfg)
     graph = build_graph(cfg, n_ranks)
     check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
     if check_graph is not None:
@@ -68,22 +71,62 @@ def preload_for_rank_0() -> None:
             importlib.import_module(name)
 
 
-def validate_before_mpi(config: str | None, overrides: list[str]) -> None:
+def resume_config(run_dir: str, config: str | None, out: str | None,
+                  overrides: list[str]) -> tuple[str, str]:
+    """The config file and run directory of ``run --resume RUN_DIR`` (no MPI needed).
+
+    Exits 2 with one message (task 0) when the resume line names a config or ``--out``
+    (the run's own are used) or sets anything but ``run.iterations``.
+    """
+    from .config import DEFAULT_EXPERIMENT
+    from .errors import ConfigError
+    from pathlib import Path
+    try:
+        if config not in (None, DEFAULT_EXPERIMENT) or out:
+            raise ConfigError("run --resume continues a run with its own config and "
+                              "directory; a CONFIG or --out cannot be given with it",
+                              f"mpi_privopt run --resume {run_dir} [--set run.iterations=N]")
+        changed = sorted({o.partition("=")[0].strip() for o in overrides} - {"run.iterations"})
+        if changed:
+            raise ConfigError(f"a resume may change only run.iterations, not "
+                              f"{', '.join(changed)}",
+                              "drop those --set options (start a new run to change them)")
+        if not (Path(run_dir) / "config.toml").is_file():
+            raise ConfigError(f"--resume {run_dir} is not a run directory (no config.toml)",
+                              "give the directory a run printed (runs/NAME-TIME-seedS)")
+    except ConfigError as err:
+        _leave(err)
+    return str(Path(run_dir) / "config.toml"), run_dir
+
+
+def validate_before_mpi(config: str | None, overrides: list[str],
+                        resume: str | None = None) -> None:
     """Exit 2 with one message (from the launcher's task 0) if the input is bad.
 
     The agent count is the one the launcher announced (1 without a launcher); a launcher
-    that MPI cannot read is found later, once MPI has started (lone copies).
+    that MPI cannot read is found later, once MPI has started (lone copies). With
+    ``resume`` (a run directory) the run's checkpoint must match the config, the graph
+    and the agent count.
     """
-    from .entrypoint import QUIET_WAIT_SECONDS, announced_rank, announced_size
+    from .entrypoint import announced_size
     from .errors import UserError
     try:
-        check_run_input(config, overrides, announced_size(os.environ))
+        cfg, graph = check_run_input(config, overrides, announced_size(os.environ))
+        if resume:
+            from .checkpoint import check_resume_input
+            check_resume_input(resume, cfg, graph, announced_size(os.environ))
     except UserError as err:
-        if announced_rank(os.environ) == 0:
-            print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)
-        elif "OMPI_COMM_WORLD_RANK" in os.environ:
-            # Open MPI's mpiexec ends the whole job as soon as one task exits non-zero: a
-            # quiet task that left first would take task 0 and its message with it. The
-            # launcher ends this wait once task 0 has spoken (hydra lets every task finish).
-            time.sleep(QUIET_WAIT_SECONDS)
-        sys.exit(2)
+        _leave(err)
+
+
+def _leave(err) -> None:
+    """Exit 2, the message printed once (by the launcher's task 0)."""
+    from .entrypoint import QUIET_WAIT_SECONDS, announced_rank
+    if announced_rank(os.environ) == 0:
+        print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)
+    elif "OMPI_COMM_WORLD_RANK" in os.environ:
+        # Open MPI's mpiexec ends the whole job as soon as one task exits non-zero: a
+        # quiet task that left first would take task 0 and its message with it. The
+        # launcher ends this wait once task 0 has spoken (hydra lets every task finish).
+        time.sleep(QUIET_WAIT_SECONDS)
+    sys.exit(2)

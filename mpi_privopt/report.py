@@ -50,8 +50,10 @@ def load_incomplete_run(path: Path, missing: list[str]) -> dict:
     from .budget_stop import RECORDS, stop_record_path, stopped_agents
     records = {kind: {k: json.loads(stop_record_path(path, k, kind).read_text())
                       for k in stopped_agents(path, kind)} for kind in RECORDS}
+    from .checkpoint import saved_ledgers
     return {"incomplete": True, "path": path, "missing": missing,
-            "metrics": read_metrics(path), "stopped": records}
+            "metrics": read_metrics(path), "stopped": records,
+            "checkpoint": saved_ledgers(path)}
 
 
 #: how the report names each reason an agent stopped the run
@@ -86,6 +88,8 @@ def incomplete_text(run: dict) -> str:
         if unknown:
             lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
                          "stopped neighbour; what they spent was not written)")
+    elif run.get("checkpoint"):
+        lines = _failed_text(run["path"], *run["checkpoint"], measured)
     else:
         lines = [f"incomplete run {run['path']}: it did not finish (no "
                  f"{', '.join(run['missing'])}): it was killed or is still running; "
@@ -95,6 +99,22 @@ def incomplete_text(run: dict) -> str:
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
                      f"{m[curve][-1]:.2e}")
     return "\n".join(lines)
+
+
+def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
+    """A run that ended without its summary but with a checkpoint: status "failed",
+    what it had reached and spent at that checkpoint (every agent's saved ledger)."""
+    from .checkpoint import resume_command
+    from .privacy.report import privacy_report
+    privacy = privacy_report([m["ledger"] for m in metas], info["delta"], info["noise"])
+    worst = privacy["worst_link"]
+    return [f"failed run {path}: status failed (it ended without its summary: a rank was "
+            f"killed, or the job was); {measured}",
+            f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
+            f"link epsilon {_eps(privacy['worst_link_epsilon'])} at delta "
+            f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
+            f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
+            f"continue with: {resume_command(path, info['ranks'])}"]
 
 
 #: the record files named in the report, by reason
@@ -160,6 +180,11 @@ def text_report(run: dict) -> str:
     s, m = run["summary"], run["metrics"]
     lines = [f"{s.algorithm} on {s.problem}: {s.ranks} agents, {s.iterations} "
              f"iterations, evaluate = {s.evaluate}"]
+    if s.status == "interrupted":
+        from .checkpoint import resume_command
+        lines.append(f"status: interrupted by {s.stop_signal} after iteration "
+                     f"{s.stopped_at_iteration}; continue with: "
+                     f"{resume_command(s.run_dir, s.ranks)}")
     curve = _curve_column(m)
     if curve is None:
         lines.append("accuracy curve: none (nothing was measured during the run: "

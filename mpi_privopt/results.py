@@ -179,6 +179,22 @@ class RunDirectory:
                                 repr(row.worst_link_epsilon)])
         self._metrics_file.flush()
 
+    def resume_metrics(self, iteration: int) -> None:
+        """Continue ``metrics.csv`` after ``iteration``: rows measured later (after the
+        checkpoint a resume starts from) are dropped, whole file or nothing."""
+        path = self.path / "metrics.csv"
+        if not path.is_file():
+            return
+        with open(path, newline="") as handle:
+            rows = list(csv.reader(handle))
+        kept = rows[:1] + [row for row in rows[1:] if row and int(row[0]) <= iteration]
+        partial = path.with_name(f".{path.name}.partial")
+        with open(partial, "w", newline="") as handle:
+            csv.writer(handle).writerows(kept)
+        os.replace(partial, path)
+        self._metrics_file = open(path, "a", newline="")
+        self._metrics = csv.writer(self._metrics_file)
+
     def write_traffic(self, matrices: dict, receive_seconds: list[float]) -> None:
         write_json(self.path / "traffic.json", {
             "agents": int(matrices["total"]["bytes"].shape[0]),

@@ -15,7 +15,8 @@ from typing import Any
 
 #: the summary keys written only when they have a value
 OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry",
-            "diverged_at_iteration", "diverged_agents")
+            "diverged_at_iteration", "diverged_agents", "stopped_at_iteration",
+            "stop_signal")
 
 
 @dataclass
@@ -72,10 +73,14 @@ class RunSummary:
     privacy_note: str | None = None
     #: a token method: the worst entry (observer, owner, epsilon, rho) of the observer matrix
     worst_observer_entry: dict[str, Any] | None = None
-    #: "completed", or "diverged" (run.on_divergence = "record" let a diverged run finish)
+    #: "completed", "diverged" (run.on_divergence = "record" let a diverged run finish) or
+    #: "interrupted" (a signal: stopped after a checkpoint; run --resume continues it)
     status: str = "completed"
     diverged_at_iteration: int | None = None
     diverged_agents: list[int] | None = None
+    #: status "interrupted": the last iteration run (and checkpointed), the signal's name
+    stopped_at_iteration: int | None = None
+    stop_signal: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The value of summary.json key ``key`` (KeyError if the run has none)."""
@@ -181,6 +186,9 @@ def format_summary(s: RunSummary) -> str:
                       f"{', '.join(map(str, s.diverged_agents or []))}); the run went on "
                       "because run.on_divergence = \"record\"")]
           if s.status == "diverged" else []),
+        *([("status", f"INTERRUPTED by {s.stop_signal} after iteration "
+                      f"{s.stopped_at_iteration}; a checkpoint is kept: run --resume "
+                      f"{s.run_dir} continues it")] if s.status == "interrupted" else []),
         ("privacy", _privacy_line(s)),
         *([("observer matrix", _observer_line(s.worst_observer_entry))]
           if s.worst_observer_entry else []),

@@ -108,6 +108,9 @@ class Algorithm(ABC):
     #: the fewest agents the method can run with (a method that must send its neighbours
     #: something at set-up cannot run alone)
     min_agents: ClassVar[int] = 1
+    #: why the method cannot be checkpointed ("" = it can: its whole state between two
+    #: iterations is in its agent's objects; mpi_privopt/checkpoint.py)
+    no_checkpoint: ClassVar[str] = ""
 
     @dataclasses.dataclass
     class Params:
@@ -184,6 +187,16 @@ class Algorithm(ABC):
     @abstractmethod
     def estimate(self) -> np.ndarray:
         """The agent's current model w_k, the one the metrics evaluate."""
+
+    def planned_events(self, first: int, last: int) -> list | None:
+        """The privacy events of iterations ``first`` .. ``last`` as one observer sees them,
+        when the method knows them before it runs (its noise schedule is public).
+
+        A resume asks, and is refused before any release when they would take the agent
+        past ``privacy.epsilon`` (mpi_privopt/checkpoint.py). None (the default): not known
+        ahead; the ledger's guard then refuses the first release over the budget.
+        """
+        return None
 
     def report(self) -> dict:
         """Extra facts for ``summary.json`` (rank 0's instance is asked), e.g. a certificate.

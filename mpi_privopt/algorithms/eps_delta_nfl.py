@@ -9,7 +9,8 @@ from ..errors import ConfigError
 from ..privacy.calibration import basic_composition_gaussian_schedule, basic_composition_schedule
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (IterateRelease, NoiseParams, noise_horizon, run_budget,
+from .perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
+                        run_budget,
                         validate_budget, validate_noise_params)
 from .zcdp_nfl import private_linearised_step
 
@@ -123,6 +124,9 @@ class EpsDeltaNFL(Algorithm):
     def step(self, n: int) -> None:
         self.w = private_linearised_step(self.state, self.agent.problem, self.release,
                                          self.params, n)
+
+    #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
+    planned_events = planned_iterate_events
 
     @property
     def estimate(self) -> np.ndarray:

@@ -10,8 +10,8 @@ from ..errors import ConfigError
 from ..problems.config import configured_l1, problem_loss
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
-                        validate_noise_params, zcdp_schedule,
+from .perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
+                        validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
 
 #: Newton iterations a local solve may take before it stops where it is (see
@@ -186,6 +186,9 @@ class PADMM(Algorithm):
         consensus = state.degree * state.wt + state.neighbour_sum  # 2 sum_l (wt_k + wt_l)/2
         self.w = self.local_minimiser(state.wt, state.gamma - rho * consensus)
         state.exchange(self.release(self.w, n, self.sensitivity(), state.outgoing))
+
+    #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
+    planned_events = planned_iterate_events
 
     @property
     def estimate(self) -> np.ndarray:

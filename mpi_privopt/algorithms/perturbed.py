@@ -71,6 +71,12 @@ def validate_budget(name: str, cfg) -> None:
 ZCDP_CHOICES = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
 
 
+def planned_iterate_events(method, first: int, last: int) -> list | None:
+    """:meth:`Algorithm.planned_events` of a method that sends one perturbed iterate per
+    iteration through its ``release`` (an :class:`IterateRelease`)."""
+    return method.release.planned(first, last)
+
+
 def noise_horizon(agent, params: NoiseParams) -> int:
     """T the noise is calibrated over: ``horizon``, or the run's iterations."""
     return params.horizon or agent.iterations
@@ -129,6 +135,18 @@ class IterateRelease:
         self.sigmas.append(sigma)
         self.sensitivities.append(sensitivity)
         return self.mechanism.release(w, sensitivity, sigma, out=out)
+
+    def planned(self, first: int, last: int) -> list | None:
+        """The events of releases ``first`` .. ``last`` (one per iteration), known before
+        they happen when the schedule is relative (a release's cost does not depend on its
+        sensitivity); None when it is not. Noiseless: nothing private, an empty list."""
+        schedule = self.schedule
+        if schedule is None:
+            return []
+        if not schedule.relative:
+            return None
+        return [self.mechanism.event(1.0, schedule.scale(n, 1.0))
+                for n in range(first, last + 1)]
 
     def report(self, name: str, agent_id: int, schedule_label: str) -> dict:
         """A method's noise lines: first and last sigma and sensitivity, and the

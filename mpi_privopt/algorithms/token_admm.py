@@ -120,6 +120,10 @@ def replace_one_radius(params: TokenADMMParams, loss) -> float:
 class TokenADMM(Algorithm):
     __doc__ = __doc__
 
+    #: at an iteration's end a token may be on its way between two agents (sent, not yet
+    #: received): no agent's state holds it, so a per-agent checkpoint cannot either
+    no_checkpoint = ("its token may be in flight between two agents at an iteration's "
+                     "end, in no agent's state")
     name = "token-admm"
     summary = "noisy gradient ADMM as a token on the graph, amplification per observer (Chan et al. 2023)"
     private = True

@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 
 from .base import Algorithm, register
-from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
-                        validate_noise_params, zcdp_schedule,
+from .perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
+                        validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
 from .steps import step_size
 
@@ -87,6 +87,9 @@ class ZCDPGradNFL(Algorithm):
     def wt(self) -> np.ndarray:
         """wt_k, the last value sent."""
         return self.channel.last_sent
+
+    #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
+    planned_events = planned_iterate_events
 
     @property
     def estimate(self) -> np.ndarray:

@@ -12,8 +12,8 @@ import numpy as np
 
 from .admm import ConsensusState
 from .base import Algorithm, register
-from .perturbed import (ZCDP_CHOICES, IterateRelease, ZCDPParams, validate_budget,
-                        validate_noise_params, zcdp_schedule,
+from .perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
+                        validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
 from .steps import step_size
 
@@ -107,6 +107,9 @@ class ZCDPNFL(Algorithm):
     def step(self, n: int) -> None:
         self.w = private_linearised_step(self.state, self.agent.problem, self.release,
                                          self.params, n)
+
+    #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
+    planned_events = planned_iterate_events
 
     @property
     def estimate(self) -> np.ndarray:
