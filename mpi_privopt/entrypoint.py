@@ -126,12 +126,14 @@ def fail_user(err: UserError) -> NoReturn:
         # Only this rank knows; the others may be waiting in a collective call.
         abort_others(status)
         sys.exit(status)
-    # Every rank knows: leave together and cleanly, without MPI_Abort's noise.
+    # Every rank knows: leave together and cleanly, without MPI_Abort's noise. A normal
+    # exit after MPI_Finalize (sys.exit: ranks leaving through os._exit made hydra kill
+    # the others and report 9 in about half the runs, see cli._interrupted).
     from mpi4py import MPI
     sys.stdout.flush()
     sys.stderr.flush()
     MPI.Finalize()
-    os._exit(status)
+    sys.exit(status)
 
 
 def abort_others(code: int) -> None:
