@@ -498,8 +498,11 @@ class StopOnSignal:
             self._local[1] = min(self.MAX_STRIDE,
                                  max(1, int(self._aim / max(per_iteration, 1e-9))))
         self._started, self._count = now, 0
-        # a copy: the handler may change the flag while the reduction reads its buffer
-        self._request = self._comm.Iallreduce(self._local.copy(), self._agreed, op=MPI.MAX)
+        # a copy: the handler may change the flag while the reduction reads its buffer;
+        # kept until the request completes (Open MPI reads it at Wait: a temporary was
+        # freed and reused first, and the agreed signal came back as garbage)
+        self._sent = self._local.copy()
+        self._request = self._comm.Iallreduce(self._sent, self._agreed, op=MPI.MAX)
 
     def __exit__(self, *exc) -> None:
         global _stopper
