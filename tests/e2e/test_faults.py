@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch_util import child_env, mpiexec_command, needs_mpiexec, run_mpiexec
+from launch_util import child_env, is_open_mpi, mpiexec_command, needs_mpiexec, run_mpiexec
 from mpi_privopt.results import read_metrics
 
 pytestmark = needs_mpiexec
@@ -166,7 +166,9 @@ def test_sigterm_to_the_launcher_stops_every_rank_at_one_iteration(tmp_path, ref
     wait_for(paused, job)
     job.send_signal(signal.SIGTERM)  # the launcher forwards it to every rank
     stdout, stderr = job.communicate(timeout=TIMEOUT)
-    assert job.returncode == 128 + signal.SIGTERM, stderr
+    # every rank leaves with 128 + SIGTERM; MPICH's hydra reports it, Open MPI's mpirun
+    # reports its own 1 for a job it was signalled to end (docs/reliability.md)
+    assert job.returncode == (1 if is_open_mpi() else 128 + signal.SIGTERM), stderr
     assert_quiet_failure(stderr)
     ours = [line for line in stderr.splitlines() if line.startswith("mpi_privopt")]
     assert len(ours) == 1 and "interrupted by SIGTERM" in ours[0], stderr
