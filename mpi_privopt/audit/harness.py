@@ -36,7 +36,7 @@ from .stats import gaussian_lr_weights
 
 __all__ = ["AUDIT_NOISE_TAG", "MembershipTrials", "NoiseChecks", "TrialHarness",
            "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
-           "trial_worlds"]
+           "observe_releases", "trial_copy", "trial_worlds"]
 
 #: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags)
 AUDIT_NOISE_TAG = 0x4E010A01
@@ -56,6 +56,29 @@ def trial_worlds(seed: int, target: int, trials: int, stream: int) -> np.ndarray
     worlds = np.arange(trials) < trials // 2
     rng.shuffle(worlds)
     return worlds
+
+
+def observe_releases(mechanism, observer) -> None:
+    """Wrap ``mechanism.release`` (as an instance attribute): after each real release,
+    ``observer(clean, sensitivity, scale, record, result)`` with a copy of the clean value."""
+    original = mechanism.release
+
+    def release(value, sensitivity, scale, out=None, record=None):
+        clean = np.array(value, dtype=float, copy=True)
+        result = original(value, sensitivity, scale, out=out, record=record)
+        observer(clean, sensitivity, scale, record, result)
+        return result
+
+    mechanism.release = release
+
+
+def trial_copy(mechanism, noise):
+    """A copy of ``mechanism`` (its class's release, not a wrapper) drawing from ``noise``:
+    the real release code, with the audit's own stream."""
+    trial = copy.copy(mechanism)
+    vars(trial).pop("release", None)
+    trial.noise = noise
+    return trial
 
 
 def mechanism_of(algorithm):
@@ -165,18 +188,9 @@ class TrialHarness:
 
     def attach(self, mechanism, noise) -> None:
         """Wrap ``mechanism.release`` (an instance attribute) on the target."""
-        self._trial_mechanism = copy.copy(mechanism)
-        vars(self._trial_mechanism).pop("release", None)  # the class's release, unwrapped
-        self._trial_mechanism.noise = noise
-        original = mechanism.release
-
-        def release(value, sensitivity, scale, out=None, record=None):
-            clean = np.array(value, dtype=float, copy=True)
-            result = original(value, sensitivity, scale, out=out, record=record)
-            self.on_release(clean, sensitivity, scale, record)
-            return result
-
-        mechanism.release = release
+        self._trial_mechanism = trial_copy(mechanism, noise)
+        observe_releases(mechanism, lambda clean, sensitivity, scale, record, result:
+                         self.on_release(clean, sensitivity, scale, record))
 
     def on_release(self, clean: np.ndarray, sensitivity: float, scale: float,
                    record) -> None:
@@ -241,16 +255,12 @@ class WireRecorder:
         self.received: dict[tuple[int, int], np.ndarray] = {}
 
     def attach(self, agent, mechanism) -> None:
-        original = mechanism.release
         net = agent.net
 
-        def release(value, sensitivity, scale, out=None, record=None):
-            clean = np.array(value, dtype=float, copy=True)
-            result = original(value, sensitivity, scale, out=out, record=record)
+        def sent(clean, sensitivity, scale, record, result) -> None:
             self.sent[net.round] = (clean, float(getattr(result.event, "sigma", np.nan)))
-            return result
 
-        mechanism.release = release
+        observe_releases(mechanism, sent)
         net.receive_listeners.append(self)
 
     def on_receive(self, data: np.ndarray, sources: Sequence[int], phase: str,

@@ -19,7 +19,6 @@ every release.
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 from pathlib import Path
@@ -34,7 +33,8 @@ from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.ledger import Ledger
 from .canary import counterfactual
-from .harness import AUDIT_NOISE_TAG, audit_noise, mechanism_of
+from .harness import (AUDIT_NOISE_TAG, audit_noise, mechanism_of, observe_releases,
+                      trial_copy)
 from .one_run import best_possible_bound, epsilon_lower_bound, sign_guesses
 from .runner import planned_mu
 
@@ -92,17 +92,9 @@ class OneRunHarness:
 
     def attach(self, mechanism) -> None:
         """Wrap ``mechanism.release`` on the target (the wire's release goes on unchanged)."""
-        self._mechanism = copy.copy(mechanism)
-        vars(self._mechanism).pop("release", None)
-        self._mechanism.noise = self.noise
-        original = mechanism.release
-
-        def release(value, sensitivity, scale, out=None, record=None):
-            result = original(value, sensitivity, scale, out=out, record=record)
-            self.on_release(sensitivity, scale, record)
-            return result
-
-        mechanism.release = release
+        self._mechanism = trial_copy(mechanism, self.noise)
+        observe_releases(mechanism, lambda clean, sensitivity, scale, record, result:
+                         self.on_release(sensitivity, scale, record))
 
     def on_release(self, sensitivity: float, scale: float, record) -> None:
         problem = self.agent.problem
