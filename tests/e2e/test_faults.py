@@ -9,7 +9,9 @@ guessing timing. After each fault the run is resumed, and its ``models.npz`` and
 but the elapsed time, its traffic every count.
 
 The acceptance methods: zcdp-nfl (DP noise, ``privacy.noise = "fast"``), rss-lb (per-link
-structured noise from the agents' streams), dgd (a channel with two send buffers).
+structured noise from the agents' streams), dgd (a channel with two send buffers). A
+resume past ``privacy.epsilon`` is refused before any release for zcdp-nfl and for each
+private aggregative method (their ``planned_events``).
 """
 from __future__ import annotations
 
