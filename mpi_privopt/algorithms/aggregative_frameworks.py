@@ -24,7 +24,9 @@ Privacy (notes 3.7, nominal with the constants 1): release t of block v has sens
 ``C_v lam_v^t`` (PDOP) or ``C_v lam_v^t / gamma_t`` ([51]), 0 at t = 0, with the scale of its
 noise; each message is one packed Laplace event booked once per sender, and the summary's
 headline is the pure epsilon (delta = 0). Both budgets converge as T -> inf: PDOP's to a
-geometric series' sum, [51]'s below a zeta bound.
+geometric series' sum, [51]'s below a zeta bound. The schedules are public:
+``planned_events`` gives the events of any iterations ahead (a resume past the budget is
+refused before any release).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import dataclasses
 
 from ..privacy.ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_label,
                                   fresh_batch)
-from .aggregative_parts import RobustTracking
+from .aggregative_parts import RobustTracking, planned_framework_events
 from .base import Algorithm, register
 from .ldp_aggregative import _needs_aggregative_problem
 
@@ -107,6 +109,7 @@ class PDOPAggregative(Algorithm):
     non_negative = NOISE_KEYS
     choices = {}
     config_checks = (_needs_aggregative_problem,)
+    planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -170,6 +173,7 @@ class TVSAggregative(Algorithm):
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
     config_checks = (_needs_aggregative_problem,)
+    planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

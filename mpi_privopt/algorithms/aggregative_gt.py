@@ -22,7 +22,9 @@ so the error does not vanish.
 Privacy: T messages (t = 0..T-1), each a packed Laplace event of the y and z blocks. The
 sensitivity does not decay here: every message is booked with the stated constant
 sensitivities ``sensitivity_y`` and ``sensitivity_z`` (1: nominal), from t = 0 (y_i^0 already
-depends on the first sample), so the budget grows without bound with T.
+depends on the first sample), so the budget grows without bound with T. The schedule is public:
+``planned_events`` gives the events of any iterations ahead (a resume past the budget is
+refused before any release).
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ import numpy as np
 
 from ..privacy.ldp_budget import BlockBudget, accounting_label
 from ..privacy.mechanisms import LaplaceMechanism
+from ..privacy.events import PrivacyEvent
 from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
-                                project_box)
+                                planned_packed_events, project_box)
 from .base import Algorithm, register
 from .ldp_aggregative import (PRESETS, _needs_aggregative_problem, per_agent_values,
                               tracker_noise)
@@ -135,6 +138,13 @@ class TrackerPair:
     def _views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
         return {"y": buffer[:self.r], "z": buffer[self.r:]}
 
+    def planned(self, first: int, last: int) -> list[PrivacyEvent]:
+        """The events the messages of iterations ``first`` .. ``last`` will book: iteration
+        n sends the trackers of time t = n - 1 (:meth:`advance`)."""
+        return planned_packed_events(self.mechanism, self._views(self.channel.outgoing),
+                                     self.budgets, range(first - 1, last), self.clear,
+                                     self.method)
+
     def advance(self, x: np.ndarray, x_next: np.ndarray, t: int) -> None:
         """Send the noisy trackers of time t, draw new samples, and track the change
         from x^t to x^{t+1}."""
@@ -152,6 +162,12 @@ class TrackerPair:
         y_next = a * self.y + heard["y"] + problem.aggregate(x_next) - g_before
         self.z = a * self.z + heard["z"] + problem.grad_y(x_next, y_next) - gy_before
         self.y = y_next
+
+
+def planned_tracker_events(method, first: int, last: int) -> list[PrivacyEvent]:
+    """:meth:`Algorithm.planned_events` of a tracking baseline (``method.trackers`` a
+    :class:`TrackerPair`)."""
+    return method.trackers.planned(first, last)
 
 
 def tracking_direction(problem, x: np.ndarray, trackers: TrackerPair) -> np.ndarray:
@@ -173,6 +189,8 @@ class AggregativeGT(Algorithm):
     non_negative = {"v_alpha": "alpha_t = alpha0 (t+1)^-v_alpha"}
     choices = {"preset": PRESETS}
     config_checks = (_needs_aggregative_problem,)
+
+    planned_events = planned_tracker_events
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

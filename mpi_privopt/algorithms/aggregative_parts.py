@@ -9,6 +9,9 @@
 * :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v;
 * :func:`packed_release`: the noisy packed message of one time, one Laplace event per block
   booked as one (or the clear message of a run without noise);
+* :func:`planned_packed_events`: the events those messages will book, before they are sent
+  (``Algorithm.planned_events``: a resume that would overspend is refused before any
+  release); :func:`planned_framework_events` for the methods run in Algorithm 1's framework;
 * :class:`RobustTracking`: Algorithm 1's state (**x**_i, y_i, z_i) with its update (lines 3-9)
   and its message (line 10), shared by ``ldp-aggregative`` and the baselines run in its
   framework (PDOP, [51]), which change only the schedules.
@@ -21,9 +24,11 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ConfigError
+from ..privacy.events import NonPrivateEvent, PrivacyEvent
 from ..privacy.mechanisms import LaplaceMechanism
 from ..privacy.ldp_budget import PackedLaplaceEvent
 from ..privacy.release import Release
+from ..privacy.transforms import resolve
 from ..topology import laplacian, metropolis_weights
 
 
@@ -139,12 +144,49 @@ def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np
     if clear:
         for block, view in views.items():
             view[...] = values[block]
-        return Release.nonprivate(out, f"{method} without noise on {', '.join(clear)} "
-                                       "(sigma = 0: sent in the clear)")
+        return Release.nonprivate(out, _clear_note(method, clear))
     parts = tuple(mechanism.release(values[block], budgets[block].sensitivity(t),
                                     budgets[block].scale(t), out=view).event
                   for block, view in views.items())
-    return Release(out, PackedLaplaceEvent(parts, owner=mechanism.owner, unit=mechanism.unit))
+    return Release(out, _packed(mechanism, parts))
+
+
+def _clear_note(method: str, clear: list[str]) -> str:
+    return f"{method} without noise on {', '.join(clear)} (sigma = 0: sent in the clear)"
+
+
+def _packed(mechanism, parts: tuple) -> PackedLaplaceEvent:
+    return PackedLaplaceEvent(parts, owner=mechanism.owner, unit=mechanism.unit)
+
+
+def planned_packed_events(mechanism, views: dict[str, np.ndarray], budgets: dict,
+                          times, clear: list[str], method: str) -> list[PrivacyEvent]:
+    """The events :func:`packed_release` will book for the messages of ``times``, in
+    order, as the ledger books them (a packed event resolved to its pure-DP event; a
+    clear message's non-private event), without drawing any noise.
+
+    The arguments are :func:`packed_release`'s (``views``: the blocks' views of the send
+    buffer, for their order and sizes).
+    """
+    if clear:
+        return [NonPrivateEvent(_clear_note(method, clear)) for _ in times]
+    return [resolve(_packed(mechanism, tuple(
+        mechanism.booked_event(budgets[block].sensitivity(t), budgets[block].scale(t),
+                               view.size)
+        for block, view in views.items()))) for t in times]
+
+
+def framework_times(first: int, last: int) -> list[int]:
+    """The times of the messages iterations ``first`` .. ``last`` of Algorithm 1's
+    framework send: iteration n sends t = n, iteration 1 first t = 0 (line 1)."""
+    return [t for n in range(first, last + 1) for t in ((0, n) if n == 1 else (n,))]
+
+
+def planned_framework_events(method, first: int, last: int) -> list[PrivacyEvent]:
+    """:meth:`Algorithm.planned_events` of a method that runs Algorithm 1's framework
+    (``method.core`` a :class:`RobustTracking`, sending with ``method.budgets`` and
+    ``method.clear``)."""
+    return method.core.planned(framework_times(first, last), method.budgets, method.clear)
 
 
 def project_box(v: np.ndarray, box: float) -> np.ndarray:
@@ -208,6 +250,12 @@ class RobustTracking:
         values = {"y": self.y, "z": self.z, "x": self.X}
         self.channel.exchange(packed_release(self.mechanism, self.layout.packed_views(out),
                                              values, budgets, t, out, clear, self.method))
+
+    def planned(self, times, budgets: dict, clear: list[str]) -> list[PrivacyEvent]:
+        """The events :meth:`send` will book for the messages of ``times``."""
+        return planned_packed_events(self.mechanism,
+                                     self.layout.packed_views(self.channel.outgoing),
+                                     budgets, times, clear, self.method)
 
     def _consensus(self, state: np.ndarray, heard: np.ndarray, beta: float) -> np.ndarray:
         # s + beta sum_j w_ij (m_j - s) = s + beta (heard - |w_ii| s), |w_ii| = 1 - a_ii

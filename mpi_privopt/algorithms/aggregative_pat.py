@@ -25,8 +25,8 @@ import dataclasses
 import numpy as np
 
 from ..errors import ConfigError
-from .aggregative_gt import (TrackerKeys, TrackerPair, tracking_direction,
-                             tracking_report)
+from .aggregative_gt import (TrackerKeys, TrackerPair, planned_tracker_events,
+                             tracking_direction, tracking_report)
 from .aggregative_parts import project_box
 from .base import Algorithm, register
 from .ldp_aggregative import PRESETS, _needs_aggregative_problem
@@ -61,6 +61,7 @@ class AggregativePAT(Algorithm):
     choices = {"preset": PRESETS}
     param_checks = (_check_delta_step,)
     config_checks = (_needs_aggregative_problem,)
+    planned_events = planned_tracker_events
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

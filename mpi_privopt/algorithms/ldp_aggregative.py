@@ -30,7 +30,9 @@ one packed Laplace event booked once per sender, with the sensitivities of eqs. 
 (19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of notes
 3.7), 0 for the t = 0 message; the ledger then holds eq. (21) on every link. With
 sig = 0 on a block (the noise-off ablation: all three) the messages are sent in the clear
-and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0).
+and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0). The
+schedule is public: ``planned_events`` gives the events of any iterations ahead, so a
+resume that would exceed ``privacy.epsilon`` is refused before any release.
 
 The state and the two moves (lines 3-9, line 10) are the shared
 :class:`~mpi_privopt.algorithms.aggregative_parts.RobustTracking`, which PDOP and [51]
@@ -52,7 +54,7 @@ from ..errors import ConfigError
 from ..privacy.ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
                                   sensitivity_exponents)
 from ..problems.aggregative import is_aggregative
-from .aggregative_parts import RobustTracking, step_sizes
+from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .base import Algorithm, register
 
 #: named settings of the schedules (notes 5.3, 4.2 and 7 item 4)
@@ -241,6 +243,7 @@ class LDPAggregative(Algorithm):
     choices = {}
     param_checks = (_check_params,)
     config_checks = (_needs_aggregative_problem,)
+    planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -48,10 +48,17 @@ class AdditiveNoiseMechanism:
         value depends on, if only one (None: any record).
         """
         value = self.noise.round_to_grid(value)
-        booked = self.noise.effective_sensitivity(float(sensitivity), value.size, self.norm)
-        event = self.event(booked, float(scale), record)
+        event = self.booked_event(sensitivity, scale, value.size, record)
         noisy = np.add(value, self.draw(event, value.shape), out=out)
         return Release(noisy, event)
+
+    def booked_event(self, sensitivity: float, scale: float, size: int,
+                     record: int | None = None):
+        """The event :meth:`release` books for a value of ``size`` coordinates: the
+        sensitivity grown by what the noise source's rounding can add. Without drawing
+        anything, so a method can plan its releases (``Algorithm.planned_events``)."""
+        booked = self.noise.effective_sensitivity(float(sensitivity), size, self.norm)
+        return self.event(booked, float(scale), record)
 
     def event(self, sensitivity: float, scale: float, record: int | None = None):
         """The privacy event of one release."""
