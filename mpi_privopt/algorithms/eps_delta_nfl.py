@@ -12,7 +12,7 @@ from .base import Algorithm, register
 from .perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
                         run_budget,
                         validate_budget, validate_noise_params)
-from .zcdp_nfl import private_linearised_step
+from .zcdp_nfl import linearised_release_sensitivity, private_linearised_step
 
 MECHANISMS = ("classical", "analytic")
 
@@ -127,6 +127,9 @@ class EpsDeltaNFL(Algorithm):
 
     #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
     planned_events = planned_iterate_events
+
+    def release_sensitivity(self, n: int) -> float:
+        return linearised_release_sensitivity(self.state, self.agent.problem, self.params, n)
 
     @property
     def estimate(self) -> np.ndarray:

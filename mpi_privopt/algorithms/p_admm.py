@@ -121,6 +121,10 @@ class PADMM(Algorithm):
         problem = self.agent.problem
         return 2.0 * problem.clip / (problem.n_samples * self.strong_convexity)
 
+    def release_sensitivity(self, n: int) -> float:
+        """The sensitivity of release n: the same at every iteration."""
+        return self.sensitivity()
+
     def _surrogate(self, w: np.ndarray) -> float:
         """(1/M) sum_j h_j(x_j^T w): the (clipped) squared loss."""
         problem = self.agent.problem

@@ -8,6 +8,8 @@ write into.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import dataclasses
 import math
 import types
@@ -73,8 +75,9 @@ ZCDP_CHOICES = {**Algorithm.choices, "conversion": ZCDP_CONVERSIONS}
 
 def planned_iterate_events(method, first: int, last: int) -> list | None:
     """:meth:`Algorithm.planned_events` of a method that sends one perturbed iterate per
-    iteration through its ``release`` (an :class:`IterateRelease`)."""
-    return method.release.planned(first, last)
+    iteration through its ``release`` (an :class:`IterateRelease`), the sensitivity of
+    release n being ``method.release_sensitivity(n)``."""
+    return method.release.planned(first, last, method.release_sensitivity)
 
 
 def noise_horizon(agent, params: NoiseParams) -> int:
@@ -124,6 +127,9 @@ class IterateRelease:
         #: sigma and sensitivity of every release so far (for the report and the tests)
         self.sigmas: list[float] = []
         self.sensitivities: list[float] = []
+        #: coordinates of a release (its noise source's rounding grows the booked
+        #: sensitivity with them); None before the first release
+        self.size: int | None = None
 
     def __call__(self, w: np.ndarray, n: int, sensitivity: float, out: np.ndarray) -> Release:
         """Release ``n`` of ``w`` with l2 ``sensitivity``, written into ``out``."""
@@ -134,15 +140,26 @@ class IterateRelease:
         sigma = schedule.scale(n, sensitivity)
         self.sigmas.append(sigma)
         self.sensitivities.append(sensitivity)
+        self.size = w.size
         return self.mechanism.release(w, sensitivity, sigma, out=out)
 
-    def planned(self, first: int, last: int) -> list | None:
-        """The events of releases ``first`` .. ``last`` (one per iteration), known before
-        they happen when the schedule is relative (a release's cost does not depend on its
-        sensitivity); None when it is not. Noiseless: nothing private, an empty list."""
+    def planned(self, first: int, last: int,
+                sensitivity_of: Callable[[int], float] | None = None) -> list | None:
+        """The events of releases ``first`` .. ``last`` (one per iteration); None when
+        they cannot be known before they happen. Noiseless: nothing private, an empty list.
+
+        After a release (as on a resume) and given ``sensitivity_of(n)``, the sensitivity
+        of release n from public quantities, they are the events :meth:`__call__` will
+        book, event for event, as the mechanism books them: with the noise source's
+        rounding slack (``secure`` mode), which does not scale with the sensitivity.
+        Otherwise, under a relative schedule (a release's cost does not depend on its
+        sensitivity, the slack aside), the events per unit sensitivity."""
         schedule = self.schedule
         if schedule is None:
             return []
+        if sensitivity_of is not None and self.size is not None:
+            return [self.mechanism.booked_event(d, schedule.scale(n, d), self.size)
+                    for n, d in ((n, sensitivity_of(n)) for n in range(first, last + 1))]
         if not schedule.relative:
             return None
         return [self.mechanism.event(1.0, schedule.scale(n, 1.0))

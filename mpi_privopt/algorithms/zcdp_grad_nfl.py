@@ -76,6 +76,10 @@ class ZCDPGradNFL(Algorithm):
         problem = self.agent.problem
         return 2.0 * problem.clip * alpha / problem.n_samples
 
+    def release_sensitivity(self, n: int) -> float:
+        """The sensitivity of release n, at the step alpha^(n)."""
+        return self.sensitivity(step_size(self.params.schedule, self.params.step, n))
+
     def step(self, n: int) -> None:
         channel = self.channel
         alpha = step_size(self.params.schedule, self.params.step, n)

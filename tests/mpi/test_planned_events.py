@@ -121,3 +121,34 @@ def test_noise_off_plans_the_non_private_messages(comm, shared_dir, name):
         assert len(plan) == expected
         assert all(type(e) is NonPrivateEvent for e in plan)
         assert {e.note for e in plan} == set(notes) and "without noise on y" in notes[0]
+
+
+PERTURBED = ("zcdp-nfl", "zcdp-grad-nfl", "eps-delta-nfl", "p-admm")
+
+
+def perturbed_messages(name: str, first: int, last: int) -> int:
+    """One perturbed iterate per iteration."""
+    return last - first + 1
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+@pytest.mark.parametrize("name", PERTURBED)
+def test_a_perturbed_iterate_method_plans_what_it_books(comm, shared_dir, name, noise):
+    # Asked at iteration 1 (a fresh run: no release yet) the plan is per unit sensitivity,
+    # the same cost under a relative schedule in fast mode; asked after a release, as a
+    # resume asks, it must be the booked events themselves, with each iteration's own
+    # sensitivity (the step shrinks it) and the secure mode's rounding slack.
+    if noise == "secure":
+        pytest.importorskip("cryptography", reason="privacy.noise = 'secure' needs it")
+    windows = planned_and_booked(comm, f"{shared_dir}/{name}-{noise}", name,
+                                 [f"privacy.noise={noise}"])
+    for (first, last), seen in windows.items():
+        events, releases, nonprivate, _ = booked_in(seen)
+        assert releases == len(events) == perturbed_messages(name, first, last)
+        assert nonprivate == 0 and all(e.rho > 0 for e in events)
+        plan = seen["plan"]
+        assert plan is not None and len(plan) == len(events), (name, first, last)
+        if first > 1:
+            assert plan == events, (name, noise, first, last, comm.rank)
+        elif noise == "fast":
+            assert [e.rho for e in plan] == pytest.approx([e.rho for e in events], rel=1e-12)
