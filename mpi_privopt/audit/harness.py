@@ -35,17 +35,18 @@ from ..privacy.noise import FastNoise
 from .canary import canary_gradient
 from .stats import gaussian_lr_weights
 
-__all__ = ["AUDIT_NOISE_TAG", "MEMBERSHIP_NOISE", "MembershipTrials", "NoiseChecks", "TrialHarness",
-           "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
+__all__ = ["AUDIT_NOISE_TAG", "MEMBERSHIP_NOISE", "MembershipTrials", "NoiseChecks",
+           "TrialHarness", "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
            "observe_releases", "trial_copy", "trial_worlds"]
 
 #: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags);
 #: the third key is the stream: 0 the trials' noise, 1 the audit's worlds, 2 the membership
-#: worlds, :data:`MEMBERSHIP_NOISE` the membership trials' own noise
+#: worlds, 3 the one-run audit's signs, :data:`MEMBERSHIP_NOISE` the membership trials' own
+#: noise
 AUDIT_NOISE_TAG = 0x4E010A01
 #: the stream of the membership trials' noise where they do not share the audit's (token-admm,
 #: ldp-aggregative: sharing would move every later audit draw, and their published results)
-MEMBERSHIP_NOISE = 3
+MEMBERSHIP_NOISE = 4
 
 
 def audit_noise(agent_noise, seed: int, target: int, stream: int = 0):

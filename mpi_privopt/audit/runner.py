@@ -17,6 +17,11 @@ Verdicts (each a flag; the audit passes when none is raised):
   on every link of the graph.
 
 Each test flags at p < :data:`TEST_LEVEL` (fixed seeds make the verdicts repeatable).
+
+Beside the verdicts, with ``membership`` (the default) the report has the membership attack
+of an observer of the link (:class:`~.harness.MembershipTrials`,
+:func:`~.stats.membership_attack`) against the guarantee's advantage bound: reported, not a
+verdict.
 """
 from __future__ import annotations
 
