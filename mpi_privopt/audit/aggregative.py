@@ -28,6 +28,13 @@ comes from the test "world +1 iff statistic > tau", tau chosen on the first half
 trials, its false-positive and false-negative counts on the second half
 (:func:`~.stats.pure_split_audit`).
 
+**Membership.** The add/remove game of :class:`~.harness.MembershipTrials`: world "in" is the
+``s = +1`` shadow (the canary sample), "out" the midpoint (the run); each trial releases its
+world's blocks through another copy of the Laplace mechanism with a noise stream of its own,
+and the observer's score is the Laplace log-likelihood ratio of "in" against "out" summed
+over blocks and messages. Its advantage bound is the pure-DP one at the link's epsilon,
+``(e^eps - 1)/(e^eps + 1)`` (:func:`~.stats.eps_advantage_bound` at delta = 0).
+
 Only the ``aggregative-quadratic`` problem is audited: its history is two running sums, so a
 canary world is the run's problem with the canary added to the sums.
 """
@@ -42,6 +49,7 @@ from ..algorithms.aggregative_parts import RobustTracking
 from ..errors import ConfigError
 from ..privacy.ldp_budget import BLOCKS
 from . import stats
+from .harness import MembershipTrials, trial_copy
 
 __all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeTrials", "check_aggregative_audit",
            "canary_change", "summarise_pure", "format_pure_report"]
@@ -107,10 +115,18 @@ class AggregativeTrials:
         The world of each trial (True: ``s = +1``).
     noise
         The trials' noise source (:func:`~.harness.audit_noise`).
+    membership : MembershipTrials, optional
+        The membership attack's trials (worlds "in" and "out").
+    membership_noise
+        The membership trials' noise source (required with ``membership``).
     """
 
-    def __init__(self, agent, algorithm, positive: np.ndarray, noise) -> None:
+    def __init__(self, agent, algorithm, positive: np.ndarray, noise,
+                 membership: MembershipTrials | None = None, membership_noise=None) -> None:
         self.agent, self.algorithm, self.positive = agent, algorithm, positive
+        self.membership = membership
+        if membership is not None:
+            self._membership_mechanism = trial_copy(algorithm.core.mechanism, membership_noise)
         self.core = algorithm.core
         self.change = canary_change(agent.problem)
         self.statistic = np.zeros(positive.size)
@@ -184,7 +200,18 @@ class AggregativeTrials:
             elif l1 > 0:  # a shift where nothing was booked
                 self.shift_ratios.append((int(t), block, math.inf))
                 self.worst_shift_ratio = math.inf
+            if self.membership is not None:
+                self._membership_release(t, budget, mid[block], plus[block])
         self.releases += 1
+
+    def _membership_release(self, t: int, budget, out: np.ndarray,
+                            inside: np.ndarray) -> None:
+        """One block of the membership trials: "in" releases ``inside``, "out" ``out``."""
+        m = self.membership
+        trial = self._membership_mechanism.release(m.worlds(out, inside),
+                                                   budget.sensitivity(t), budget.scale(t))
+        m.add(stats.laplace_lr(trial.payload - 0.5 * (inside + out), inside - out,
+                               trial.event.scale))
 
     def to_dict(self) -> dict:
         ratios = {b: max((r for _, v, r in self.shift_ratios if v == b), default=0.0)
@@ -195,7 +222,9 @@ class AggregativeTrials:
                 "worst_mismatch": self.worst_mismatch, "releases": self.releases,
                 "canary": {"time": CANARY_TIME, "size_l1": CANARY_SIZE,
                            "change_xi": self.change[0].tolist(),
-                           "change_phi": self.change[1].tolist()}}
+                           "change_phi": self.change[1].tolist()},
+                "membership": (self.membership.to_dict() if self.membership is not None
+                               else None)}
 
 
 def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confidence: float,
@@ -213,7 +242,7 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
         worst = max(h["block_shift_ratio"], key=h["block_shift_ratio"].get)
         flags.append(f"sensitivity: the canary moves block {worst} by "
                      f"{h['worst_shift_ratio']:.4g} times its booked l1 sensitivity")
-    return {
+    report = {
         "algorithm": cfg.algorithm.name, "agents": len(records), "link": [target, receiver],
         "trials": trials, "iterations": cfg.run.iterations, "releases": h["releases"],
         "confidence": confidence, "seed": cfg.run.seed, "noise_mode": cfg.privacy.noise,
@@ -225,6 +254,14 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
         "block_shift_ratio": h["block_shift_ratio"], "worst_mismatch": h["worst_mismatch"],
         "canary": h["canary"], "seconds": seconds, "flags": flags, "passed": not flags,
     }
+    if h.get("membership") is not None:
+        m = h["membership"]
+        attack = stats.membership_attack(stats.round_pure_scores(m["score"]), m["member"],
+                                         confidence)
+        attack["pure_bound"] = stats.eps_advantage_bound(ledger_eps, 0.0)
+        attack["exceeds_bound"] = attack["advantage_lower"] > attack["pure_bound"]
+        report["membership"] = attack
+    return report
 
 
 def format_pure_report(report: dict) -> str:
@@ -244,6 +281,14 @@ def format_pure_report(report: dict) -> str:
         f"trials, Clopper-Pearson at {b['confidence']:g})",
         f"  realised shift eps  {report['shift_epsilon']:.4f}   (largest l1 shift / booked "
         f"sensitivity {report['worst_shift_ratio']:.4f}; per block {ratios})",
+    ]
+    if "membership" in report:
+        m = report["membership"]
+        lines.append(f"  membership attack   advantage {m['advantage']:.4f} (>= "
+                     f"{m['advantage_lower']:.4f}) vs pure-DP bound (e^eps - 1)/(e^eps + 1) "
+                     f"= {m['pure_bound']:.4f}" + ("   ABOVE THE BOUND" if m["exceeds_bound"]
+                                                   else ""))
+    lines += [
         f"  time                {report['seconds']:.2f} s",
         "verdict: PASS" if report["passed"] else
         "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in report["flags"]),

@@ -17,10 +17,11 @@ outputs. So the trials audit the release path (noise, sensitivity, booking) exac
 they do not exercise, the network's delivery on each link, :class:`WireRecorder` checks
 on the run itself (every link's residuals ``received - clean``).
 
-:class:`MembershipTrials` (also on the target) is the membership-inference attack of an
-observer of the link: worlds "canary in" (``s = +1``) and "out" (``s = 0``), a score from
-the released messages alone (their projection on the canary direction, weighted by the
-public noise schedule).
+:class:`MembershipTrials` (also on the target; on the token and aggregative harnesses too)
+is the membership-inference attack of an observer of the link: worlds "canary in"
+(``s = +1``) and "out" (``s = 0``), a score from the released messages alone (their
+projection on the canary direction weighted by the public noise schedule, or for Laplace
+releases the Laplace likelihood ratio).
 """
 from __future__ import annotations
 
@@ -34,19 +35,25 @@ from ..privacy.noise import FastNoise
 from .canary import canary_gradient
 from .stats import gaussian_lr_weights
 
-__all__ = ["AUDIT_NOISE_TAG", "MembershipTrials", "NoiseChecks", "TrialHarness",
-           "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
+__all__ = ["AUDIT_NOISE_TAG", "MEMBERSHIP_NOISE", "MembershipTrials", "NoiseChecks",
+           "TrialHarness", "TrialStatistics", "WireRecorder", "audit_noise", "link_residuals", "mechanism_of",
            "observe_releases", "trial_copy", "trial_worlds"]
 
-#: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags)
+#: spawn-key tag of the audit's trial noise and worlds (beside privacy/noise.py's tags);
+#: the third key is the stream: 0 the trials' noise, 1 the audit's worlds, 2 the membership
+#: worlds, 3 the one-run audit's signs, :data:`MEMBERSHIP_NOISE` the membership trials' own
+#: noise
 AUDIT_NOISE_TAG = 0x4E010A01
+#: the stream of the membership trials' noise where they do not share the audit's (token-admm,
+#: ldp-aggregative: sharing would move every later audit draw, and their published results)
+MEMBERSHIP_NOISE = 4
 
 
-def audit_noise(agent_noise, seed: int, target: int):
+def audit_noise(agent_noise, seed: int, target: int, stream: int = 0):
     """The trials' noise: a fast stream of its own, or fresh secure noise in secure mode."""
     if agent_noise.mode != "fast":
         return agent_noise
-    return FastNoise(np.random.SeedSequence(seed, spawn_key=(AUDIT_NOISE_TAG, target, 0)))
+    return FastNoise(np.random.SeedSequence(seed, spawn_key=(AUDIT_NOISE_TAG, target, stream)))
 
 
 def trial_worlds(seed: int, target: int, trials: int, stream: int) -> np.ndarray:
@@ -218,23 +225,44 @@ class TrialHarness:
 
 
 class MembershipTrials:
-    """An observer's membership-inference attack on the link's messages.
+    """An observer's membership-inference attack on the link's messages (the add/remove
+    game).
 
     World "in" (``member``): the canary is a record of the target (``s = +1``); "out": it is
-    not (the wire's own clean value). The observer's score is what it can compute from the
-    messages and the public schedule: ``sum_n <y_n, u> D_n / sigma_n^2``.
+    not (``s = 0``, the wire's own clean value). Each trial releases its world's clean value
+    through the method's real release path (the harness of the method does that: it knows
+    how); :meth:`add` accumulates the observer's score, a function of the released messages
+    alone. Two scores:
+
+    * Gaussian methods (:meth:`add_projection`): ``sum_n <y_n, u> D_n / sigma_n^2``, the
+      messages' projection on the canary direction weighted by the public noise schedule
+      (up to a constant the trials share, the likelihood ratio along ``u``);
+    * Laplace methods (:meth:`add`, with :func:`~.stats.laplace_lr`): the Laplace
+      log-likelihood ratio of the two worlds' clean values, which the adversary of the DP
+      game knows (it knows every record but the canary's membership).
     """
 
-    def __init__(self, member: np.ndarray, u: np.ndarray) -> None:
+    def __init__(self, member: np.ndarray, u: np.ndarray | None = None) -> None:
         self.member = member
         self.u = u
         self.score = np.zeros(member.size)
 
+    def worlds(self, out: np.ndarray, inside: np.ndarray) -> np.ndarray:
+        """Per trial (rows) the value of its world: ``inside`` if a member, else ``out``."""
+        return np.where(self.member[:, None], inside, out)
+
+    def add(self, score: np.ndarray) -> None:
+        """One release's score of every trial."""
+        self.score += score
+
+    def add_projection(self, payload: np.ndarray, booked: float, sigma: float) -> None:
+        """The Gaussian observer's score of one release (``payload``: one row per trial)."""
+        self.add((payload @ self.u) * (booked / (sigma * sigma)))
+
     def on_release(self, mechanism, clean: np.ndarray, plus: np.ndarray, sensitivity: float,
                    scale: float, record, booked: float, sigma: float) -> None:
-        values = np.where(self.member[:, None], plus, clean)
-        trial = mechanism.release(values, sensitivity, scale, record=record)
-        self.score += (trial.payload @ self.u) * (booked / (sigma * sigma))
+        trial = mechanism.release(self.worlds(clean, plus), sensitivity, scale, record=record)
+        self.add_projection(trial.payload, booked, sigma)
 
     def to_dict(self) -> dict:
         return {"score": self.score, "member": self.member}

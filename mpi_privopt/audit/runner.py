@@ -17,6 +17,11 @@ Verdicts (each a flag; the audit passes when none is raised):
   on every link of the graph.
 
 Each test flags at p < :data:`TEST_LEVEL` (fixed seeds make the verdicts repeatable).
+
+Beside the verdicts, with ``membership`` (the default) the report has the membership attack
+of an observer of the link (:class:`~.harness.MembershipTrials`,
+:func:`~.stats.membership_attack`) against the guarantee's advantage bound: reported, not a
+verdict.
 """
 from __future__ import annotations
 
@@ -25,7 +30,6 @@ import math
 from pathlib import Path
 from time import perf_counter
 
-import numpy as np
 from mpi4py import MPI
 
 from ..algorithms import ALGORITHMS
@@ -36,8 +40,8 @@ from ..errors import ConfigError
 from ..privacy.ledger import Ledger
 from . import stats
 from .canary import canary_direction, counterfactual
-from .harness import (MembershipTrials, TrialHarness, WireRecorder, audit_noise,
-                      link_residuals, mechanism_of, trial_worlds)
+from .harness import (MEMBERSHIP_NOISE, MembershipTrials, TrialHarness, WireRecorder,
+                      audit_noise, link_residuals, mechanism_of, trial_worlds)
 from .aggregative import (AggregativeTrials, check_aggregative_audit, format_pure_report,
                           summarise_pure)
 from .token import TokenTrials, check_token_audit, token_link
@@ -141,6 +145,16 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     def check_trials(mu: float) -> None:
         plan.update(planned_mu=mu, **_trials_check(mu, trials, confidence, force))
 
+    def membership_trials(u=None) -> MembershipTrials:
+        return MembershipTrials(trial_worlds(seed, target, trials, 2), u)
+
+    def own_membership(agent_noise, u=None) -> tuple:
+        """(the membership trials, their own noise), or nothing without ``membership``:
+        the token and aggregative trials keep the audit's stream as it was without them."""
+        if not membership:
+            return ()
+        return membership_trials(u), audit_noise(agent_noise, seed, target, MEMBERSHIP_NOISE)
+
     def on_setup(agent, algorithm) -> None:
         nonlocal wire, harness, ledger, receiver
         ledger = next(l for l in agent.net.listeners if isinstance(l, Ledger))
@@ -151,8 +165,10 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             receiver = agree(comm, lambda: _token_receiver(algorithm, target, receiver))
             _, uses = token_link(algorithm.plans[0], target)
             if is_target:
-                harness = TokenTrials(agent, algorithm, canary_direction(agent.problem),
-                                      worlds, audit_noise(algorithm.noise[0], seed, target))
+                u = canary_direction(agent.problem)
+                harness = TokenTrials(agent, algorithm, u, worlds,
+                                      audit_noise(algorithm.noise[0], seed, target),
+                                      *own_membership(algorithm.noise[0], u))
                 booked = algorithm.noise[0].effective_sensitivity(
                     algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
                 agree(comm, lambda: check_trials(
@@ -164,7 +180,8 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
         if ldp:  # no trial-count check and no wire record: see .aggregative
             if is_target:
                 harness = AggregativeTrials(agent, algorithm, worlds,
-                                            audit_noise(agent.noise, seed, target))
+                                            audit_noise(agent.noise, seed, target),
+                                            *own_membership(agent.noise))
                 harness.attach()
             return
         mechanism = mechanism_of(algorithm)
@@ -175,7 +192,7 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             noise = audit_noise(agent.noise, seed, target)
             harness = TrialHarness(agent, algorithm, clean_for, u, worlds, noise)
             if membership:
-                harness.membership = MembershipTrials(trial_worlds(seed, target, trials, 2), u)
+                harness.membership = membership_trials(u)
             harness.attach(mechanism, noise)
         else:
             agree(comm, lambda: None)
@@ -226,32 +243,6 @@ def _flagged(tests: dict) -> list[str]:
             if test.get("p_value") is not None and test["p_value"] < TEST_LEVEL]
 
 
-def membership_attack(score: np.ndarray, member: np.ndarray, confidence: float) -> dict:
-    """The observer's best threshold rule ("member iff +-score > t") chosen on the first
-    half of the trials, its advantage TPR - FPR measured on the second half, with a
-    Clopper-Pearson lower bound."""
-    half = score.size // 2
-    best = (-math.inf, 1.0, 0.0)
-    for sign in (1.0, -1.0):
-        s, m = sign * score[:half], member[:half]
-        t = np.unique(s)
-        tpr = (m.sum() - np.searchsorted(np.sort(s[m]), t, side="right")) / m.sum()
-        fpr = ((~m).sum() - np.searchsorted(np.sort(s[~m]), t, side="right")) / (~m).sum()
-        i = int(np.argmax(tpr - fpr))
-        if tpr[i] - fpr[i] > best[0]:
-            best = (tpr[i] - fpr[i], sign, float(t[i]))
-    _, sign, threshold = best
-    s, m = sign * score[half:], member[half:]
-    guess = s > threshold
-    tp, fp = int((guess & m).sum()), int((guess & ~m).sum())
-    pos, neg = int(m.sum()), int((~m).sum())
-    a = 1.0 - confidence
-    tpr_lo = float(stats.clopper_pearson(tp, pos, a)[0])
-    fpr_hi = float(stats.clopper_pearson(fp, neg, a)[1])
-    return {"advantage": tp / pos - fp / neg, "advantage_lower": tpr_lo - fpr_hi,
-            "tpr": tp / pos, "fpr": fp / neg, "trials": int(score.size - half)}
-
-
 def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: int,
               all_links: bool, confidence: float, seconds: float, trials: int) -> dict:
     """The audit report from every rank's records (rank 0)."""
@@ -299,10 +290,11 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
         "seconds": seconds, "flags": flags, "passed": not flags,
     }
     if h.get("membership") is not None:
-        attack = membership_attack(h["membership"]["score"], h["membership"]["member"],
-                                   confidence)
+        attack = stats.membership_attack(h["membership"]["score"], h["membership"]["member"],
+                                         confidence)
         attack["gdp_bound"] = stats.mi_advantage_bound(ledger_mu)
         attack["eps_delta_bound"] = stats.eps_advantage_bound(ledger["epsilon"], delta)
+        attack["exceeds_bound"] = attack["advantage_lower"] > attack["gdp_bound"]
         report["membership"] = attack
     return report
 
@@ -342,7 +334,8 @@ def format_report(report: dict) -> str:
         m = report["membership"]
         lines.append(f"  membership attack   advantage {m['advantage']:.4f} (>= "
                      f"{m['advantage_lower']:.4f}) vs GDP bound 2 Phi(mu/2) - 1 = "
-                     f"{m['gdp_bound']:.4f}; (epsilon, delta) bound {m['eps_delta_bound']:.4f}")
+                     f"{m['gdp_bound']:.4f}; (epsilon, delta) bound {m['eps_delta_bound']:.4f}"
+                     + ("   ABOVE THE BOUND" if m["exceeds_bound"] else ""))
     if not report["trials_enough"]:
         lines.append(f"  note: --force with fewer trials than the "
                      f"{report['trials_needed']} needed to reach half the ledger's mu")

@@ -19,8 +19,11 @@ subset-sum exposure attack):
 * :func:`gaussian_lr_weights`, :func:`laplace_lr`: the likelihood-ratio statistics;
 * :func:`lag_correlation_test`, :func:`variance_test`: checks that standardised noise
   residuals are independent across iterations and of the booked variance;
+* :func:`membership_attack`: a membership-inference score's advantage TPR - FPR, its rule
+  chosen and its advantage measured on separate halves of the trials;
 * :func:`mi_advantage_bound`: the largest membership advantage ``2 Phi(mu/2) - 1`` mu-GDP
-  allows, and :func:`eps_advantage_bound` the (epsilon, delta) one.
+  allows, and :func:`eps_advantage_bound` the (epsilon, delta) one (at delta = 0 the pure
+  one, ``(e^eps - 1)/(e^eps + 1)``).
 
 What a mu bound means: ``gdp_mu_lower_bound`` inverts a single (fpr, fnr) point through
 the Gaussian trade-off curve ``f_mu``. If the mechanism is mu-GDP (what the ledger's
@@ -39,8 +42,9 @@ from ..privacy.conversions import gaussian_delta
 
 __all__ = ["AuditBound", "audit_bound", "clopper_pearson", "eps_advantage_bound",
            "eps_lower_bound", "gaussian_lr_weights", "gdp_mu_lower_bound",
-           "lag_correlation_test", "laplace_lr", "mi_advantage_bound", "midpoint_audit",
-           "pure_split_audit", "select_threshold", "split_audit",
+           "lag_correlation_test", "laplace_lr", "membership_attack", "mi_advantage_bound",
+           "midpoint_audit", "pure_split_audit", "round_pure_scores", "select_threshold",
+           "split_audit",
            "trials_needed", "variance_test"]
 
 
@@ -163,6 +167,17 @@ def split_audit(scores: np.ndarray, positive: np.ndarray, confidence: float,
 PURE_SCORE_DIGITS = 9
 
 
+def round_pure_scores(scores: np.ndarray) -> np.ndarray:
+    """Laplace likelihood-ratio scores rounded to :data:`PURE_SCORE_DIGITS` decimals.
+
+    A Laplace ratio sits on its atoms ``+-eps`` up to the last bits of floating point, and
+    those bits differ between the worlds (the float sum ``value + noise`` is not the real
+    one, Mironov 2012), which a threshold chosen between two roundings of one atom would
+    exploit. Rounded, the scores are those of the real-valued mechanism the ledger books.
+    """
+    return np.round(np.asarray(scores, dtype=float), PURE_SCORE_DIGITS)
+
+
 def pure_split_audit(scores: np.ndarray, positive: np.ndarray,
                      confidence: float) -> AuditBound:
     """The pure-epsilon audit of a score (a Laplace likelihood ratio): ``eps_lower`` at
@@ -172,14 +187,10 @@ def pure_split_audit(scores: np.ndarray, positive: np.ndarray,
     Pure DP is decided in the tails of the likelihood ratio, so the threshold sits where one
     error rate is small: the bound needs about ``e^eps`` trials to approach ``eps``.
 
-    The scores are first rounded to :data:`PURE_SCORE_DIGITS` decimals: a Laplace ratio
-    sits on its atoms ``+-eps`` up to the last bits of floating point, and those bits
-    differ between the worlds (the float sum ``value + noise`` is not the real one,
-    Mironov 2012), which a threshold chosen between two roundings of one atom would
-    exploit. The audit is of the real-valued mechanism the ledger books.
+    The scores are first rounded (:func:`round_pure_scores`): the audit is of the
+    real-valued mechanism the ledger books, not of floating point's last bits.
     """
-    rounded = np.round(np.asarray(scores, dtype=float), PURE_SCORE_DIGITS)
-    return split_audit(rounded, positive, confidence, 0.0, pure=True)
+    return split_audit(round_pure_scores(scores), positive, confidence, 0.0, pure=True)
 
 
 def midpoint_audit(scores: np.ndarray, positive: np.ndarray, confidence: float,
@@ -280,7 +291,41 @@ def mi_advantage_bound(mu: float) -> float:
 
 
 def eps_advantage_bound(eps: float, delta: float) -> float:
-    """The largest advantage under (epsilon, delta)-DP, ``(e^eps - 1 + 2 delta)/(e^eps + 1)``."""
-    if math.isinf(eps):
-        return 1.0
-    return min(1.0, (math.expm1(eps) + 2.0 * delta) / (math.exp(eps) + 1.0))
+    """The largest advantage under (epsilon, delta)-DP, ``(e^eps - 1 + 2 delta)/(e^eps + 1)``;
+    at ``delta = 0`` the pure-DP one, ``(e^eps - 1)/(e^eps + 1)`` (Laplace methods)."""
+    # divided through by e^eps: no overflow at the epsilons of nearly noiseless releases
+    # (ldp-aggregative's packaged runs book thousands)
+    tail = math.exp(-eps)
+    return min(1.0, (1.0 - tail + 2.0 * delta * tail) / (1.0 + tail))
+
+
+def membership_attack(score: np.ndarray, member: np.ndarray, confidence: float) -> dict:
+    """A membership-inference attack's advantage from its per-trial scores.
+
+    The observer's best rule "member iff +-score > t" (a sign and a threshold) is chosen
+    on the first half of the trials; its advantage TPR - FPR is measured on the second
+    half, with a lower bound from the Clopper-Pearson bounds of the two rates (each at
+    ``1 - (1 - confidence)/2``, so together at ``confidence``).
+    """
+    score = np.asarray(score, dtype=float)
+    member = np.asarray(member, dtype=bool)
+    half = score.size // 2
+    best = (-math.inf, 1.0, 0.0)
+    for sign in (1.0, -1.0):
+        s, m = sign * score[:half], member[:half]
+        t = np.unique(s)
+        tpr = (m.sum() - np.searchsorted(np.sort(s[m]), t, side="right")) / m.sum()
+        fpr = ((~m).sum() - np.searchsorted(np.sort(s[~m]), t, side="right")) / (~m).sum()
+        i = int(np.argmax(tpr - fpr))
+        if tpr[i] - fpr[i] > best[0]:
+            best = (tpr[i] - fpr[i], sign, float(t[i]))
+    _, sign, threshold = best
+    s, m = sign * score[half:], member[half:]
+    guess = s > threshold
+    tp, fp = int((guess & m).sum()), int((guess & ~m).sum())
+    pos, neg = int(m.sum()), int((~m).sum())
+    a = 1.0 - confidence
+    tpr_lo = float(clopper_pearson(tp, pos, a)[0])
+    fpr_hi = float(clopper_pearson(fp, neg, a)[1])
+    return {"advantage": tp / pos - fp / neg, "advantage_lower": tpr_lo - fpr_hi,
+            "tpr": tp / pos, "fpr": fp / neg, "trials": int(score.size - half)}

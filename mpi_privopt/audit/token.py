@@ -25,7 +25,7 @@ import numpy as np
 
 from ..algorithms.gradient_admm import iteration
 from ..errors import ConfigError
-from .harness import TrialStatistics
+from .harness import MembershipTrials, TrialStatistics
 
 __all__ = ["CANARY_RECORD", "TokenTrials", "check_token_audit", "token_link"]
 
@@ -64,14 +64,33 @@ def token_link(plan, target: int) -> tuple[int, int]:
 
 
 class TokenTrials:
-    """The white-box trials of a token-admm target (module docstring)."""
+    """The white-box trials of a token-admm target (module docstring).
 
-    def __init__(self, agent, algorithm, u: np.ndarray, positive: np.ndarray, noise) -> None:
+    Parameters
+    ----------
+    agent, algorithm
+        The target and its method (from the engine's ``on_setup``).
+    u : numpy.ndarray
+        The canary direction.
+    positive : numpy.ndarray of bool
+        The world of each audit trial (True: ``b = +1``).
+    noise
+        The audit trials' noise source (:func:`~.harness.audit_noise`).
+    membership : MembershipTrials, optional
+        The membership attack's trials (worlds "in" and "out"), with their own noise.
+    membership_noise
+        The membership trials' noise source (required with ``membership``).
+    """
+
+    def __init__(self, agent, algorithm, u: np.ndarray, positive: np.ndarray, noise,
+                 membership: MembershipTrials | None = None, membership_noise=None) -> None:
         self.agent, self.algorithm = agent, algorithm
         self.u = u
         self.positive = positive
         self.noise = noise
         self.trials = TrialStatistics(positive)
+        self.membership = membership
+        self.membership_noise = membership_noise
 
     def attach(self) -> None:
         algorithm = self.algorithm
@@ -90,23 +109,40 @@ class TokenTrials:
         a, p = self.algorithm, self.algorithm.params
         return iteration(x_tilde, lam, sign * p.clip * self.u, a.penalty, p.beta, p.eta)[2]
 
+    def _released(self, original, c: int, i: int, token: np.ndarray,
+                  gradients: np.ndarray, noise) -> np.ndarray:
+        """The released ``x~'`` of the method's real ``_iterate`` once per row of
+        ``gradients`` (the canary record's clipped gradient of each trial), drawing from
+        ``noise`` in place of the chain's stream."""
+        a = self.algorithm
+        records, chain_noise = a.records, a.noise[c]
+        payload = np.empty((gradients.shape[0], a.dim))
+        try:
+            a.noise[c] = noise
+            for t, g in enumerate(gradients):
+                records.gradient = lambda index, x, clip, g=g: g
+                payload[t] = original(c, i, token)[:a.dim]
+        finally:
+            vars(records).pop("gradient", None)
+            a.noise[c] = chain_noise
+        return payload
+
     def on_canary(self, original, c: int, i: int, token: np.ndarray) -> None:
         a, p = self.algorithm, self.algorithm.params
         n = a.dim
         plus, minus = self._world(token[:n], token[n:], 1.0), self._world(token[:n], token[n:], -1.0)
-        records, chain_noise = a.records, a.noise[c]
-        payload = np.empty((self.positive.size, n))
-        try:
-            a.noise[c] = self.noise
-            for t, positive in enumerate(self.positive):
-                g = p.clip * self.u * (1.0 if positive else -1.0)
-                records.gradient = lambda index, x, clip, g=g: g
-                payload[t] = original(c, i, token)[:n]
-        finally:
-            vars(records).pop("gradient", None)
-            a.noise[c] = chain_noise
+        canary = p.clip * self.u
+        gradients = np.where(self.positive[:, None], canary, -canary)
+        payload = self._released(original, c, i, token, gradients, self.noise)
         booked = a.noise[0].effective_sensitivity(p.eta * a.delta_radius, n)
         self.trials.add(payload, plus, minus, p.sigma, booked)
+        if self.membership is not None:  # "in": the canary's gradient; "out": none
+            gradients = self.membership.worlds(np.zeros(n), canary)
+            payload = self._released(original, c, i, token, gradients, self.membership_noise)
+            self.membership.add_projection(payload, booked, p.sigma)
 
     def to_dict(self) -> dict:
-        return {**self.trials.to_dict(), "worst_mismatch": None, "direction": self.u}
+        out = {**self.trials.to_dict(), "worst_mismatch": None, "direction": self.u}
+        if self.membership is not None:
+            out["membership"] = self.membership.to_dict()
+        return out

@@ -1,5 +1,6 @@
 """The privacy audit under mpiexec: it passes on the correct build of every audited method,
-and it catches each planted bug (issue 16, parts 1 and 2).
+and it catches each planted bug (issue 16, parts 1 and 2); the membership attack stays within
+the Gaussian-DP bound and, for token-admm, exceeds it under the noise bug (part 4).
 
 The planted bugs are deliberately broken builds made by monkeypatching the release and
 noise path in this test process only (every rank patches itself; nothing outside these
@@ -14,6 +15,7 @@ tests ever sees them):
 Fixed seeds everywhere: the verdicts do not change from run to run.
 """
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -190,9 +192,9 @@ TOKEN = ["algorithm.name=token-admm", "problem.name=singular", "problem.samples=
          "run.seed=0"]
 
 
-def token_audit(comm, shared_dir, name):
-    cfg = load_config(None, TOKEN)
-    return comm.bcast(run_audit(cfg, target=0, trials=4000, out=f"{shared_dir}/{name}",
+def token_audit(comm, shared_dir, name, overrides=(), trials=4000):
+    cfg = load_config(None, TOKEN + list(overrides))
+    return comm.bcast(run_audit(cfg, target=0, trials=trials, out=f"{shared_dir}/{name}",
                                 comm=comm))
 
 
@@ -214,6 +216,28 @@ def test_token_admm_passes_and_its_ledger_is_conservative_by_one_plus_eta_beta(c
     reachable = report["shift_mu"]
     assert report["bound"]["mu_lower"] <= reachable <= ledger
     assert report["bound"]["mu_lower"] >= 0.5 * reachable
+    attack = report["membership"]
+    assert attack["advantage_lower"] <= attack["gdp_bound"]
+
+
+@pytest.mark.mpi(min_size=3)
+def test_token_admm_membership_attack_is_real_and_within_the_gdp_bound(comm, shared_dir):
+    # sigma = 10: the ledger's bound (mu = 3.1 on 5 ranks) is far from 0 and from 1
+    report = token_audit(comm, shared_dir, "token-mia", ["algorithm.sigma=10.0"], 8000)
+    assert report["passed"], report["flags"]
+    attack = report["membership"]
+    assert attack["trials"] == 4000  # half choose the rule, half measure it
+    assert attack["gdp_bound"] == pytest.approx(
+        2 * NormalDist().cdf(report["ledger_mu"] / 2) - 1, rel=1e-12)
+    assert attack["advantage_lower"] <= attack["gdp_bound"]
+    assert not attack["exceeds_bound"]
+    # "in" adds the canary's gradient, "out" none: half the replace-one shift, so the best
+    # test of the realised releases has advantage 2 Phi(shift_mu / 4) - 1 (independently of
+    # the ledger); the attack is that test along u, its rule chosen on other trials
+    best = 2 * NormalDist().cdf(report["shift_mu"] / 4) - 1
+    assert attack["advantage_lower"] <= best
+    assert attack["advantage_lower"] > 0.1  # not vacuous
+    assert attack["advantage"] == pytest.approx(best, abs=0.05)
 
 
 @pytest.mark.mpi(min_size=3)
@@ -224,3 +248,7 @@ def test_token_admm_noise_scaled_down_at_its_source_is_caught(comm, shared_dir, 
     report = token_audit(comm, shared_dir, "token-bug")
     assert report["bound"]["mu_lower"] > report["ledger_mu"]
     assert any(f.startswith("mu:") for f in report["flags"])
+    # the observer of the link sees it too: its membership advantage exceeds the bound
+    attack = report["membership"]
+    assert attack["advantage_lower"] > attack["gdp_bound"]
+    assert attack["exceeds_bound"]

@@ -11,11 +11,16 @@ is the target's first sample, changed by l1 size 1 in xi and in phi between the 
   the message by more than the booked sensitivity, and the empirical bound itself exceeds
   the ledger's epsilon: a real finding, pinned here;
 * planted bugs (this test process only): the Laplace noise scaled by 0.1, the booked
-  sensitivity halved.
+  sensitivity halved;
+* the membership attack (canary sample in or out, Laplace likelihood-ratio score) stays
+  within the pure-DP advantage bound on the correct build, and exceeds it with the noise
+  scaled by 0.1.
 
 The realised shifts at t = 1 are also computed here, independently, from the paper's
 equations (lines 4-9 of Algorithm 1 with lam^0 = 1 and kappa = 1).
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -78,6 +83,23 @@ def test_ldp_aggregative_passes_when_its_constants_cover_the_canary(comm, shared
 
 
 @pytest.mark.mpi(min_size=3)
+def test_ldp_aggregative_membership_attack_is_real_and_within_the_pure_bound(comm, shared_dir):
+    report = ldp_audit(comm, shared_dir, "ldp-mia", SHORT + constants(COVERING))
+    attack = report["membership"]
+    eps = report["ledger_epsilon"]
+    assert attack["trials"] == 4000
+    assert attack["pure_bound"] == pytest.approx(math.tanh(eps / 2), rel=1e-12)
+    assert attack["advantage_lower"] <= attack["pure_bound"]
+    assert not attack["exceeds_bound"]
+    # "in" adds half the replace-one change (the shadows are linear in it here), so the
+    # realised releases are (shift_epsilon / 2)-DP for this pair: a bound of their own,
+    # below the ledger's
+    realised = math.tanh(report["shift_epsilon"] / 4)
+    assert attack["advantage_lower"] <= realised < attack["pure_bound"]
+    assert attack["advantage_lower"] > 0.1  # not vacuous
+
+
+@pytest.mark.mpi(min_size=3)
 def test_the_nominal_accounting_under_books_and_the_audit_says_so(comm, shared_dir):
     report = ldp_audit(comm, shared_dir, "ldp-nominal", SHORT)
     assert not report["passed"]
@@ -124,6 +146,10 @@ def test_laplace_noise_scaled_by_a_tenth_is_caught_by_the_epsilon_bound(comm, sh
     assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
     # the noise is the bug, not the shift: only the epsilon bound flags it
     assert [f.split(":")[0] for f in report["flags"]] == ["epsilon"]
+    # and the observer of the link tells members from non-members beyond the pure bound
+    attack = report["membership"]
+    assert attack["advantage_lower"] > attack["pure_bound"]
+    assert attack["exceeds_bound"]
 
 
 @pytest.mark.mpi(min_size=3)

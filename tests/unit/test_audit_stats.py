@@ -129,3 +129,42 @@ def test_advantage_bounds():
     # at the budgets of the papers the (epsilon, delta) bound says nothing
     assert stats.eps_advantage_bound(8.555, 1e-5) > 0.999
     assert stats.eps_advantage_bound(0.0, 0.0) == 0.0
+    # pure DP (delta = 0): (e^eps - 1)/(e^eps + 1) = tanh(eps / 2), finite at any epsilon
+    for eps in (0.5, 2.51, 30.0):
+        assert stats.eps_advantage_bound(eps, 0.0) == pytest.approx(math.tanh(eps / 2))
+    assert stats.eps_advantage_bound(2813.0, 0.0) == 1.0
+    assert stats.eps_advantage_bound(math.inf, 0.0) == 1.0
+
+
+def _membership_scores(kind, shift, n, seed):
+    """Scores of the add/remove game on one coordinate of unit scale: "in" is shifted by
+    ``shift``; the Gaussian score is the release itself, the Laplace one its likelihood
+    ratio (rounded, as the audit does)."""
+    rng = np.random.default_rng(seed)
+    member = np.arange(n) < n // 2
+    rng.shuffle(member)
+    if kind == "gaussian":
+        return rng.standard_normal(n) + shift * member, member
+    y = rng.laplace(0.0, 1.0, n) + shift * member
+    lr = stats.laplace_lr((y - shift / 2)[:, None], np.array([shift]), 1.0)
+    return stats.round_pure_scores(lr), member
+
+
+@pytest.mark.parametrize("kind, shift, best", [
+    # the best advantage of one release: the total variation of the two worlds
+    ("gaussian", 1.0, 2 * sps.norm.cdf(0.5) - 1),
+    ("laplace", 1.0, 1 - math.exp(-0.5)),
+])
+def test_the_membership_attack_is_sound_and_reaches_the_best_advantage(kind, shift, best):
+    results = [stats.membership_attack(*_membership_scores(kind, shift, 4000, seed), 0.95)
+               for seed in range(40)]
+    lower = np.array([r["advantage_lower"] for r in results])
+    advantage = np.array([r["advantage"] for r in results])
+    # sound: the lower bound exceeds the truth in at most 5% of runs (at confidence 0.95)
+    assert np.mean(lower > best) <= 0.1
+    assert np.mean(advantage) == pytest.approx(best, abs=0.02)
+    # the guarantee of the release allows at least the truth (the GDP bound is exact)
+    bound = (stats.mi_advantage_bound(shift) if kind == "gaussian"
+             else stats.eps_advantage_bound(shift, 0.0))
+    assert bound >= best - 1e-12
+    assert results[0]["trials"] == 2000
