@@ -8,11 +8,14 @@ agents); with K tasks on a few cores that is paid K times over. Instead:
 
 1. a task reads the *verdict* file of the graph's key (a hash of everything the graph
    depends on, below): the edge list, or the error message that rejected the graph;
-2. if there is none, it takes an exclusive lock on the key's lock file (``fcntl.flock``:
-   the waiting tasks sleep in the kernel), reads again (another task may have written it
-   meanwhile), and if there is still none, builds and validates the graph with networkx
-   and writes the verdict: to a temporary file, then renamed over the verdict, so that a
-   reader sees a whole verdict or none;
+2. if there is none, it tries the key's lock file (``fcntl.flock``). The first task to
+   find it free holds it exclusively, reads again (another task may have written the
+   verdict meanwhile) and, if there is still none, builds and validates the graph with
+   networkx and writes the verdict: to a temporary file, then renamed over the verdict
+   file, so that a reader sees a whole verdict or none. A task that finds the lock held
+   asks for it shared: it sleeps in the kernel until the builder lets go, and all such
+   tasks wake together and read the verdict (had the builder failed, each builds the
+   graph itself);
 3. every task thus reaches the same verdict: the same :class:`~.topology.LightGraph`, or
    the same :class:`~.errors.TopologyError` raised again.
 
@@ -119,37 +122,52 @@ def cached_graph(inputs: dict[str, Any], build: Callable[[], LightGraph]) -> Lig
     path = directory / f"{key}.json"
     verdict = _read(path, key, inputs)
     if verdict is None:
-        with _locked(directory / f"{key}.lock") as locked:
-            if not locked:  # no locks here (some network filesystems): build it ourselves
-                return build()
-            verdict = _read(path, key, inputs)  # another task may have written it meanwhile
-            if verdict is None:
+        with _lock(directory / f"{key}.lock") as role:
+            verdict = None if role == NO_LOCK else _read(path, key, inputs)
+            if verdict is None:  # the builder; or the builder failed; or no locks here
                 try:
                     verdict = build()
                 except TopologyError as err:
                     verdict = err
-                _write(path, key, verdict)
+                if role == BUILDER:
+                    _write(path, key, verdict)
     if isinstance(verdict, TopologyError):
         raise verdict
     return verdict
 
 
+#: what :func:`_lock` made of a task: the one that builds, one that waited for it, or
+#: one on a filesystem without locks
+BUILDER, WAITED, NO_LOCK = "builder", "waited", "no lock"
+
+
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[bool]:
-    """Hold an exclusive lock on ``path`` (sleeping until it is free); yields False when
-    the lock cannot be had at all."""
+def _lock(path: Path) -> Iterator[str]:
+    """Take the lock of ``path``: exclusive if it is free (this task builds), else shared.
+
+    A task that finds the lock taken sleeps in the kernel until the builder lets it go,
+    and all such tasks wake together (shared locks), instead of each waiting in turn for
+    an exclusive one: with K tasks on a few cores each hand-over would wait for the
+    scheduler. Yields :data:`BUILDER`, :data:`WAITED` or :data:`NO_LOCK`.
+    """
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
-        yield False
+        yield NO_LOCK
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            yield False
-            return
-        yield True
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            role = BUILDER
+        except BlockingIOError:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)  # asleep until the builder is done
+                role = WAITED
+            except OSError:
+                role = NO_LOCK
+        except OSError:  # e.g. ENOLCK: a filesystem without locks
+            role = NO_LOCK
+        yield role
     finally:
         os.close(fd)  # closing releases the lock
 
