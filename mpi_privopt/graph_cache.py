@@ -21,9 +21,10 @@ agents); with K tasks on a few cores that is paid K times over. Instead:
 
 The key is the SHA-256 of the graph's inputs (kind, agent count, resolved seed,
 direction, the ``[topology]`` parameters, an edge-list file's contents) and of the code
-and libraries that draw it (the source of the ``topology`` package, the numpy, networkx
-and Python versions), so a verdict is never read for another graph or another builder: a
-stale file is simply never asked for. A verdict that cannot be read or does not match
+and libraries that draw it (the source of the ``topology`` package and of networkx's
+``__init__.py``, which holds its version; the numpy and Python versions), so a verdict
+is never read for another graph or another builder: a stale file is simply never asked
+for. A verdict that cannot be read or does not match
 its key (a file edited by hand, a disk that filled) is rebuilt and replaced.
 
 Where: ``$MPI_PRIVOPT_CACHE_DIR`` if set (``off`` or empty: no cache), else
@@ -38,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import stat
@@ -87,11 +89,11 @@ def code_identity() -> dict[str, str]:
     package = Path(__file__).resolve().parent / "topology"
     for path in sorted(package.glob("*.py")):
         source.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    try:
-        from importlib.metadata import version
-        networkx = version("networkx")
-    except Exception:  # no metadata: the source of networkx then decides alone  # noqa: BLE001
-        networkx = "unknown"
+    # networkx by its __init__.py (which holds its __version__), found without importing
+    # it; importlib.metadata would cost every task more than the rest of this key
+    spec = importlib.util.find_spec("networkx")
+    networkx = (hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+                if spec is not None and spec.origin else "absent")
     return {"topology": source.hexdigest(), "numpy": numpy.__version__, "networkx": networkx,
             "python": "%d.%d" % sys.version_info[:2]}
 
