@@ -6,6 +6,9 @@ world size the launcher announced in the environment (``PMI_SIZE``, ``OMPI_COMM_
 race the launcher's clean-up, which sometimes kills the slower ones and reports status 9
 with a banner. A process that has not started MPI just exits 2, and so does the job.
 
+The graph is drawn by one task per host; the others read its verdict, the edge list or
+the error, without importing networkx (:func:`run_graph`, :mod:`mpi_privopt.graph_cache`).
+
 Nothing here imports mpi4py (a test checks it).
 """
 from __future__ import annotations

@@ -126,3 +126,18 @@ def test_the_light_path_imports_no_networkx():
     proc = run_child([sys.executable, "-c", code], timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["erdos-renyi-un-7", "complete-un-0", "erdos-renyi-di-2024"])
+def test_walks_and_the_certificate_take_a_light_graph(name):
+    from mpi_privopt import walks
+    from mpi_privopt.privacy.certificate import exposure, topology_certificate
+    G = GRAPHS[name]
+    L = light_graph(G)
+    assert walks.spanning_tree(L, 3) == walks.spanning_tree(G, 3)
+    assert np.array_equal(walks.walk(L, 50, 11), walks.walk(G, 50, 11))
+    light_relay, nx_relay = walks.relay(L, [5, 1, 9]), walks.relay(G, [5, 1, 9])
+    assert all(np.array_equal(a, b) for a, b in zip(light_relay, nx_relay, strict=True))
+    if not G.is_directed():
+        assert topology_certificate(L, 1) == topology_certificate(G, 1)
+        assert exposure(L, [0, 1, 2]) == exposure(G, [0, 1, 2])
