@@ -28,10 +28,10 @@ Each job gets a fresh, empty graph cache (``MPI_PRIVOPT_CACHE_DIR``, mpi_privopt
 one of its tasks draws the graph, as the first job of a host does (``--graph-cache host``:
 the user's own cache, where a repeated job reads the verdict).
 
-At 500 ranks on one host (``--ranks 500``), per job: 500 Python processes (about 2,000
-threads: numpy's BLAS starts one per core in each), and hydra's proxy holds about 4 file
-descriptors per rank (the task's stdin, stdout, stderr and its PMI socket): about 2,000,
-under this machine's ``ulimit -n`` of 20,000 (a soft limit of 1,024 would need
+At 500 ranks on one host (``--ranks 500``), per job: 500 Python processes (at most 4
+threads each were seen at 50 ranks: about 2,000), and hydra's proxy holds about 4 file
+descriptors per rank (210 at 50 ranks: the tasks' output pipes and PMI sockets): about
+2,100, under this machine's ``ulimit -n`` of 20,000 (a soft limit of 1,024 would need
 ``ulimit -n 4096`` first). The default time limit grows with K (900 s + 2 s per rank).
 
 The default experiment is the 50-rank run of docs/performance.md (zCDP-NFL on elastic
