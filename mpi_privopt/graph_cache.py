@@ -70,6 +70,8 @@ def cache_dir() -> Path | None:
     else:
         directory = Path(tempfile.gettempdir()) / f"mpi_privopt-{os.getuid()}" / "graphs"
     try:
+        if chosen is None:  # ours alone, whatever the umask would give a parent
+            directory.parent.mkdir(mode=0o700, exist_ok=True)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         # a directory someone else owns or may write to could hand us their graph
         for place in (directory, directory.parent) if chosen is None else (directory,):
