@@ -166,3 +166,17 @@ def test_tasks_started_together_build_the_graph_once(cache):
     assert [imported for _, imported in lines].count("True") == 1
     cfg = load_config("default", ["topology.degree=4"])
     assert lines[0][0] == graph_hash(build_graph(cfg, 40))
+
+
+def test_without_locks_every_task_builds_and_nothing_is_written(cache, monkeypatch):
+    # some network filesystems refuse flock (ENOLCK): slower, never wrong
+    import errno
+
+    def refuse(fd, operation):
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    monkeypatch.setattr(graph_cache.fcntl, "flock", refuse)
+    build = Builder(PATH3)
+    assert graph_cache.cached_graph(INPUTS, build) == PATH3
+    assert graph_cache.cached_graph(INPUTS, build) == PATH3
+    assert build.calls == 2 and not _verdicts(cache)
