@@ -5,10 +5,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
-from .topology import metropolis_row
+from .topology import degrees, metropolis_row
 
 if TYPE_CHECKING:
     # only a type here: importing the network starts MPI, and the command line validates
@@ -34,8 +33,10 @@ class Agent:
         The agent's private local objective f_k and its data.
     net : Network
         Neighbour-only messaging; the only way out of the agent.
-    graph : networkx.Graph
-        The communication graph. Topology is public: every agent builds the same one.
+    graph : LightGraph or networkx.Graph
+        The communication graph. Topology is public: every agent holds the same one (in a
+        run a :class:`~mpi_privopt.topology.LightGraph`; ``topology.as_networkx(graph)``
+        for networkx's algorithms).
     rng : numpy.random.Generator
         The agent's own random stream, from ``SeedSequence(seed)`` spawned per agent, so a
         run does not depend on process placement.
@@ -63,7 +64,7 @@ class Agent:
     n_agents: int
     problem: object
     net: Network
-    graph: nx.Graph
+    graph: Any
     rng: np.random.Generator
     weights: str = "standard"
     noise: object = None
@@ -82,5 +83,5 @@ class Agent:
         Computed from its own and its neighbours' degrees (the graph is public), by the
         ``topology.weights`` rule.
         """
-        return metropolis_row(self.id, self.net.in_neighbors, dict(self.graph.degree()),
+        return metropolis_row(self.id, self.net.in_neighbors, degrees(self.graph),
                               self.weights)

@@ -292,7 +292,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
     from .problems.aggregative import is_aggregative
     from .problems.config import local_l1
-    from .topology import TOPOLOGIES
+    from .topology import KINDS  # the names only: the builders import networkx
     from .watchdog import stall_timeout_seconds
 
     unknown = sorted(set(raw) - set(SECTIONS))
@@ -308,9 +308,9 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     problem = build_section(ProblemConfig, raw.get("problem", {}), "problem")
     validate_problem_config(problem)
     topology = build_section(TopologyConfig, raw.get("topology", {}), "topology")
-    if topology.kind not in TOPOLOGIES:
+    if topology.kind not in KINDS:
         raise ConfigError(f"unknown topology.kind {topology.kind!r}",
-                          f"valid kinds: {', '.join(TOPOLOGIES)}")
+                          f"valid kinds: {', '.join(KINDS)}")
     if topology.kind == "file" and not topology.file:
         raise ConfigError("topology.kind = 'file' needs topology.file",
                           "set topology.file to the path of an edge list (one 'u v' per line)")

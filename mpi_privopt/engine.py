@@ -42,7 +42,7 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
-from .prelaunch import build_graph
+from .prelaunch import build_graph, run_graph  # noqa: F401  (the runners import build_graph)
 from .problems.metrics import LOCAL, NONE, REFERENCE
 from .progress import Progress, progress_wanted
 from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
@@ -212,7 +212,8 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
 
     agree(eval_comm, lambda: _confirm_same_config(eval_comm, cfg))
     agree(eval_comm, lambda: ALGORITHMS[cfg.algorithm.name].check_agent_count(n_agents))
-    graph = agree(eval_comm, lambda: build_graph(cfg, n_agents))
+    # light: the edge list the pre-MPI check left on this host, without networkx
+    graph = agree(eval_comm, lambda: run_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
     agree(eval_comm, lambda: checkpoint.refuse_unsaveable(cfg))
     if resume:  # the run's own directory, with its checkpoint

@@ -6,6 +6,9 @@ world size the launcher announced in the environment (``PMI_SIZE``, ``OMPI_COMM_
 race the launcher's clean-up, which sometimes kills the slower ones and reports status 9
 with a banner. A process that has not started MPI just exits 2, and so does the job.
 
+The graph is drawn by one task per host; the others read its verdict, the edge list or
+the error, without importing networkx (:func:`run_graph`, :mod:`mpi_privopt.graph_cache`).
+
 Nothing here imports mpi4py (a test checks it).
 """
 from __future__ import annotations
@@ -17,30 +20,64 @@ import time
 from .config import Config, load_config
 
 __all__ = ["build_graph", "check_run_input", "preload_for_rank_0", "resume_config",
-           "validate_before_mpi"]
+           "run_graph", "validate_before_mpi"]
 
 #: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
 #: epsilon conversions) and the other ranks do not import at all
 RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
 
 
-def build_graph(cfg: Config, n_ranks: int):
-    """The validated communication graph of ``cfg`` for ``n_ranks`` agents."""
-    from . import topology
+def _graph_inputs(cfg: Config, n_ranks: int) -> dict:
+    """What the graph of ``cfg`` for ``n_ranks`` agents is drawn from (the builder's
+    arguments, the seed resolved)."""
     t = cfg.topology
-    seed = t.seed if t.seed >= 0 else cfg.run.seed
-    graph = topology.build_graph(t.kind, n_ranks, seed=seed, directed=t.directed,
-                                 params={"degree": t.degree, "radius": t.radius,
-                                         "neighbors": t.neighbors, "rewire": t.rewire,
-                                         "rows": t.rows, "file": t.file})
+    return {"kind": t.kind, "n": n_ranks, "seed": t.seed if t.seed >= 0 else cfg.run.seed,
+            "directed": t.directed,
+            "params": {"degree": t.degree, "radius": t.radius, "neighbors": t.neighbors,
+                       "rewire": t.rewire, "rows": t.rows, "file": t.file}}
+
+
+def build_graph(cfg: Config, n_ranks: int):
+    """The validated communication graph of ``cfg`` for ``n_ranks`` agents (networkx)."""
+    from . import topology
+    g = _graph_inputs(cfg, n_ranks)
+    graph = topology.build_graph(g["kind"], n_ranks, seed=g["seed"], directed=g["directed"],
+                                 params=g["params"])
     topology.validate_graph(graph, n_ranks)
     return graph
+
+
+def run_graph(cfg: Config, n_ranks: int):
+    """:func:`build_graph` as a :class:`~.topology.LightGraph`, drawn once per host.
+
+    The first task of the host to need it builds it with networkx; the others read its
+    verdict, the edge list or the TopologyError, without importing networkx
+    (:mod:`mpi_privopt.graph_cache`). An edge-list file is part of the key by its
+    contents; one that cannot be read is left to the builder's own message.
+    """
+    from .graph_cache import cached_graph
+    from .topology.light import light_graph
+    inputs = _graph_inputs(cfg, n_ranks)
+
+    def build():
+        return light_graph(build_graph(cfg, n_ranks))
+
+    if cfg.topology.kind == "file":
+        import hashlib
+        from pathlib import Path
+        try:
+            inputs["file_sha256"] = hashlib.sha256(
+                Path(cfg.topology.file).expanduser().read_bytes()).hexdigest()
+        except OSError:
+            return build()  # raises the builder's message naming the file
+    return cached_graph(inputs, build)
 
 
 def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     """Load ``config`` and check it for ``n_ranks`` agents; returns ``(cfg, graph)``.
 
-    Raises the UserError of the first problem found.
+    ``graph`` is a :class:`~.topology.LightGraph` (:func:`run_graph`). Raises the
+    UserError of the first problem found.
     """
     from .algorithms import ALGORITHMS
     cfg = load_config(config, overrides)
@@ -48,7 +85,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     method.check_agent_count(n_ranks)
     from .checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
-    graph = build_graph(cfg, n_ranks)
+    graph = run_graph(cfg, n_ranks)
     check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
     if check_graph is not None:
         check_graph(cfg, graph)

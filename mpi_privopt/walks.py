@@ -30,6 +30,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import ConfigError
+from .topology.light import as_networkx
 
 #: spawn-key tag of the public schedule streams ("WALK")
 SCHEDULE_STREAM_TAG = 0x57414C4B
@@ -94,6 +95,7 @@ def hamiltonian_cycle(graph: nx.Graph, *, name: str | None = None,
     ConfigError
         No Hamiltonian cycle exists, or none was found within ``max_steps``.
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     nodes = sorted(graph.nodes)
     if not nodes:
         raise ConfigError("a ring schedule needs a graph with at least one node")
@@ -161,6 +163,7 @@ def ring(graph: nx.Graph, steps: int, *, start: int | None = None,
     -------
     numpy.ndarray of int64, shape (steps,)
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     cycle = hamiltonian_cycle(graph, name=name)
     if start is not None:
         if start not in cycle:
@@ -207,6 +210,7 @@ def walk(graph: nx.Graph, steps: int, seed: int | np.random.SeedSequence, *,
     -------
     numpy.ndarray of int64, shape (steps,)
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     steps = _check_steps(steps)
     _check_connected(graph, name, "the walk schedule")
     if start not in graph:
@@ -259,6 +263,7 @@ def shortest_path(graph: nx.Graph, source: int, target: int, *,
     list of int
         ``[source, ..., target]`` (``[source]`` when they are equal).
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     for v in (source, target):
         if v not in graph:
             raise ConfigError(f"agent {v} is not in {_describe(graph, name)}")
@@ -288,6 +293,7 @@ def relay(graph: nx.Graph, owners: Iterable[int], *,
         ``iterations[i]``: the step at which ``owners[i]`` does iteration ``i``; every other
         step is a relay (the holder forwards the token and does not iterate).
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     owners = [int(v) for v in owners]
     for v in set(owners):
         if v not in graph:
@@ -320,6 +326,7 @@ def spanning_tree(graph: nx.Graph, root: int, *, name: str | None = None) -> dic
     dict
         ``parent[v]`` for every node but ``root`` (``parent[v] -> v`` is a graph link).
     """
+    graph = as_networkx(graph)  # a run's LightGraph: networkx's algorithms below
     if root not in graph:
         raise ConfigError(f"agent {root} is not in {_describe(graph, name)}")
     _check_connected(graph, name, "the final release along a spanning tree")

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from ..topology.light import as_networkx
+
 __all__ = ["TopologyCertificate", "CoalitionExposure", "topology_certificate", "exposure",
            "certificate_report", "ADVERSARIES_MEANING"]
 
@@ -94,6 +96,7 @@ def topology_certificate(graph: nx.Graph, adversaries: int) -> TopologyCertifica
     adversaries : int
         f >= 0.
     """
+    graph = as_networkx(graph)  # a run's LightGraph
     if adversaries < 0:
         raise ValueError(f"the number of adversaries must be >= 0, got {adversaries}")
     if graph.is_directed():
@@ -109,6 +112,7 @@ def topology_certificate(graph: nx.Graph, adversaries: int) -> TopologyCertifica
 
 def exposure(graph: nx.Graph, coalition: Iterable[int]) -> CoalitionExposure:
     """Which agents and groups a given coalition can determine exactly (Sec. 3.2, necessity)."""
+    graph = as_networkx(graph)  # a run's LightGraph
     members = tuple(sorted(set(int(a) for a in coalition)))
     inside = set(members)
     exposed = tuple(sorted(v for v in graph.nodes if v not in inside

@@ -16,7 +16,7 @@ import numpy as np
 from mpi_privopt.errors import TopologyError
 
 from .edgelists import read_edge_list
-from .params import check_agent_count, int_param, number_param
+from .params import KINDS, check_agent_count, int_param, number_param
 
 # Redraws before a random builder gives up. Rejection at these counts costs well under
 # a second for a few hundred nodes; anything rarer needs different parameters.
@@ -334,6 +334,7 @@ TOPOLOGIES: dict[str, Callable[..., nx.Graph]] = {
     "regular": build_regular,
     "file": build_file,
 }
+assert tuple(TOPOLOGIES) == KINDS, "a kind without a builder, or a builder not in KINDS"
 
 
 def build_graph(kind: str, n: int, *, seed: int, directed: bool = False,

@@ -1,23 +1,27 @@
-"""Whether a graph can serve a job, a node's neighbours, and the summaries ranks compare or log."""
+"""Whether a graph can serve a job, a node's neighbours, and the summaries ranks compare or log.
+
+:func:`neighbors`, :func:`graph_hash` and :func:`check_labels` take a networkx graph or a
+:class:`~.light.LightGraph` and need no networkx; :func:`validate_graph` and
+:func:`describe` use networkx's algorithms (imported when called).
+"""
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
-import networkx as nx
-
 from mpi_privopt.errors import TopologyError
 
 from .edgelists import sorted_edges
+from .light import LightGraph, as_networkx
 from .matrices import degrees
 
 
-def validate_graph(G: nx.Graph, n_ranks: int) -> None:
+def validate_graph(G: Any, n_ranks: int) -> None:
     """Check that ``G`` can serve as the communication graph of ``n_ranks`` agents.
 
     Parameters
     ----------
-    G : networkx.Graph or networkx.DiGraph
+    G : networkx.Graph, networkx.DiGraph or LightGraph
         Candidate graph.
     n_ranks : int
         Number of MPI ranks in the job.
@@ -28,6 +32,8 @@ def validate_graph(G: nx.Graph, n_ranks: int) -> None:
         Wrong number of nodes, nodes other than ``0..n-1``, a self-loop, or not
         connected (strongly connected when directed).
     """
+    import networkx as nx
+    G = as_networkx(G)
     n = G.number_of_nodes()
     if n != n_ranks:
         raise TopologyError(f"the graph has {n} nodes but the job has {n_ranks} ranks",
@@ -67,7 +73,7 @@ def _few(nodes: list[int], shown: int = 8) -> str:
     return head + (f", ... ({len(nodes)} in all)" if len(nodes) > shown else "")
 
 
-def check_labels(G: nx.Graph) -> None:
+def check_labels(G: Any) -> None:
     """Raise TopologyError unless the nodes are exactly ``0..n-1``."""
     n = G.number_of_nodes()
     nodes = set(G.nodes)
@@ -81,7 +87,7 @@ def check_labels(G: nx.Graph) -> None:
         )
 
 
-def neighbors(G: nx.Graph, node: int) -> tuple[list[int], list[int]]:
+def neighbors(G: Any, node: int) -> tuple[list[int], list[int]]:
     """In- and out-neighbours of ``node``, each sorted ascending.
 
     For an undirected graph both are the neighbour list; for a directed one the
@@ -91,6 +97,9 @@ def neighbors(G: nx.Graph, node: int) -> tuple[list[int], list[int]]:
     if node not in G:
         raise TopologyError(f"node {node!r} is not in the graph (nodes 0..{G.number_of_nodes() - 1})",
                             "use a rank number within the job")
+    if isinstance(G, LightGraph):
+        ins, outs = G.in_out_lists()
+        return list(ins[node]), list(outs[node])
     if G.is_directed():
         return sorted(G.predecessors(node)), sorted(G.successors(node))
     out = sorted(G.neighbors(node))
@@ -98,7 +107,7 @@ def neighbors(G: nx.Graph, node: int) -> tuple[list[int], list[int]]:
 
 
 
-def graph_hash(G: nx.Graph) -> str:
+def graph_hash(G: Any) -> str:
     """SHA-256 hex digest of the directed flag, the node count and the sorted edge list.
 
     Undirected edges are taken as ``(min, max)``, so equal graphs hash equal however
@@ -109,7 +118,7 @@ def graph_hash(G: nx.Graph) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def describe(G: nx.Graph) -> dict[str, Any]:
+def describe(G: Any) -> dict[str, Any]:
     """Summary for logs and result files.
 
     Returns
@@ -119,6 +128,8 @@ def describe(G: nx.Graph) -> dict[str, Any]:
         ``max_degree``, ``average_degree`` (out-degrees for a DiGraph) and ``diameter``
         (``None`` unless connected, strongly connected when directed).
     """
+    import networkx as nx
+    G = as_networkx(G)
     n = G.number_of_nodes()
     deg = degrees(G)
     connected = n > 0 and (nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G))

@@ -1,21 +1,25 @@
-"""File input and output: edge lists on the nodes ``0..n-1`` (``topology.kind = "file"``)."""
+"""File input and output: edge lists on the nodes ``0..n-1`` (``topology.kind = "file"``).
+
+networkx is imported only by :func:`read_edge_list` (a run's ranks write and compare
+edge lists without it: :mod:`.light`).
+"""
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
-
-import networkx as nx
+from typing import Any
 
 from mpi_privopt.errors import TopologyError
 
+from .light import LightGraph
 from .params import check_agent_count
 
 _SEPARATOR = re.compile(r"[,\s]+")
 _HEADER = re.compile(r"#\s*mpi_privopt edge list:\s*n=(\d+)")
 
 
-def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = False) -> nx.Graph:
+def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = False):
     """Read an edge list on the nodes ``0..n-1``.
 
     One edge per line, ``u v`` separated by whitespace and/or a comma, with an optional
@@ -49,6 +53,7 @@ def read_edge_list(path: str | os.PathLike[str], n: int, *, directed: bool = Fal
     except (OSError, UnicodeDecodeError) as err:
         raise TopologyError(f"cannot read edge-list file {str(path)!r}: {err}",
                             "point [topology] file at a readable UTF-8 text file") from err
+    import networkx as nx
     G = nx.empty_graph(n, create_using=nx.DiGraph if directed else nx.Graph)
     first_line: dict[tuple[int, int], int] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -108,14 +113,19 @@ def _parse_edge(line: str, lineno: int, n: int, path: Path) -> tuple[int, int]:
     return u, v
 
 
-def sorted_edges(G: nx.Graph) -> list[tuple[int, int]]:
-    """Edges (arcs) sorted, an undirected edge as ``(min, max)``: one order for every rank."""
+def sorted_edges(G: Any) -> list[tuple[int, int]]:
+    """Edges (arcs) sorted, an undirected edge as ``(min, max)``: one order for every rank.
+
+    ``G`` is a networkx graph or a :class:`~.light.LightGraph` (whose edges are kept so).
+    """
+    if isinstance(G, LightGraph):
+        return list(G.edges)
     if G.is_directed():
         return sorted((int(u), int(v)) for u, v in G.edges)
     return sorted((min(int(u), int(v)), max(int(u), int(v))) for u, v in G.edges)
 
 
-def write_edge_list(G: nx.Graph, path: str | os.PathLike[str]) -> None:
+def write_edge_list(G: Any, path: str | os.PathLike[str]) -> None:
     """Write ``G`` in the format read by :func:`read_edge_list`.
 
     A header ``# mpi_privopt edge list: n=<n> directed=<bool>`` and then one ``u v`` line

@@ -1,4 +1,5 @@
-"""Numbers read from the ``[topology]`` section and the agent count, checked with clear messages."""
+"""The topology kinds' names, and numbers read from the ``[topology]`` section and the agent
+count, checked with clear messages."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,11 @@ from typing import Any
 import numpy as np
 
 from mpi_privopt.errors import TopologyError
+
+#: the topology kinds (``topology.kind``), named without importing their builders (and
+#: networkx): :data:`.builders.TOPOLOGIES` has one builder for each, in this order
+KINDS: tuple[str, ...] = ("ring", "path", "star", "complete", "grid", "erdos-renyi",
+                          "geometric", "small-world", "regular", "file")
 
 
 def number_param(params: Mapping[str, Any], key: str, default: float) -> float:

@@ -1,15 +1,20 @@
-"""Metropolis mixing weights: the whole matrix, or one agent's row from local degrees only."""
+"""Metropolis mixing weights: the whole matrix, or one agent's row from local degrees only.
+
+Both work from the sorted edge list, so they take a networkx graph or a
+:class:`~.light.LightGraph` and need no networkx.
+"""
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from mpi_privopt.errors import TopologyError
 
-from .checks import check_labels
+from .checks import check_labels, neighbors
+from .edgelists import sorted_edges
 from .matrices import degrees
 
 #: Mixing-weight rules understood by :func:`metropolis_weights`.
@@ -33,12 +38,12 @@ def _self_weight(neighbor_weights: Sequence[float] | np.ndarray) -> float:
     return 1.0 - math.fsum(neighbor_weights)
 
 
-def metropolis_weights(G: nx.Graph, variant: str = "standard") -> np.ndarray:
+def metropolis_weights(G: Any, variant: str = "standard") -> np.ndarray:
     """Metropolis-Hastings mixing matrix of an undirected graph.
 
     Parameters
     ----------
-    G : networkx.Graph
+    G : networkx.Graph or LightGraph
         Undirected graph on ``0..n-1`` without self-loops.
     variant : {"standard", "self-inclusive"}
         ``"standard"`` (Xiao, Boyd & Lall): ``W_ij = 1 / (1 + max(d_i, d_j))`` on edges.
@@ -56,16 +61,17 @@ def metropolis_weights(G: nx.Graph, variant: str = "standard") -> np.ndarray:
         raise TopologyError("Metropolis weights need an undirected graph, got a directed one",
                             "set [topology] directed = false or use an algorithm for directed graphs")
     check_labels(G)
-    if nx.number_of_selfloops(G):
+    edges = sorted_edges(G)
+    if any(u == v for u, v in edges):
         raise TopologyError("Metropolis weights are undefined on a graph with self-loops",
                             "remove the self-loops")
     n = G.number_of_nodes()
     deg = degrees(G)
     W = np.zeros((n, n), dtype=np.float64)
-    for u, v in G.edges:
+    for u, v in edges:
         W[u, v] = W[v, u] = 1.0 / (1 + offset + max(deg[u], deg[v]))
     for i in range(n):
-        W[i, i] = _self_weight(W[i, sorted(G.neighbors(i))])
+        W[i, i] = _self_weight(W[i, neighbors(G, i)[1]])
     return W
 
 

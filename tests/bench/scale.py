@@ -21,7 +21,18 @@ mpi_privopt run`` does and stamps each rank's phases. Reported per K:
 * **RSS**: the largest resident set of a rank (median and max over the ranks), and its
   proportional set size at the end (PSS: library pages shared by the ranks counted once
   in all; the sum over the ranks is what the job takes from the machine);
-* which heavy libraries the worker ranks (every rank but 0) imported.
+* which heavy libraries the worker ranks (every rank but 0) imported, and how many ranks
+  imported networkx (the one task that drew the graph for the host, or none).
+
+Each job gets a fresh, empty graph cache (``MPI_PRIVOPT_CACHE_DIR``, mpi_privopt/graph_cache.py):
+one of its tasks draws the graph, as the first job of a host does (``--graph-cache host``:
+the user's own cache, where a repeated job reads the verdict).
+
+At 500 ranks on one host (``--ranks 500``), per job: 500 Python processes (at most 4
+threads each were seen at 50 ranks: about 2,000), and hydra's proxy holds about 4 file
+descriptors per rank (210 at 50 ranks: the tasks' output pipes and PMI sockets): about
+2,100, under this machine's ``ulimit -n`` of 20,000 (a soft limit of 1,024 would need
+``ulimit -n 4096`` first). The default time limit grows with K (900 s + 2 s per rank).
 
 The default experiment is the 50-rank run of docs/performance.md (zCDP-NFL on elastic
 net, T = 200): ``gauthier2024-elastic-net`` with its reproduction's seeds. ``--png``
@@ -54,11 +65,13 @@ PHASES = (("launch", "job", "main"), ("check", "main", "checked"),
           ("set-up", "config", "set_up"))
 
 
-def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = None) -> dict:
+def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = None,
+            cold_cache: bool = True) -> dict:
     """One ``mpiexec -n ranks`` job: its wall time and every rank's stamps.
 
     ``tree``: a checkout of the package to run instead of the installed one (on
     ``PYTHONPATH``), e.g. the code before a change, for a comparison in the same conditions.
+    ``cold_cache``: the job's own empty graph cache (else the user's).
     """
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
@@ -70,6 +83,8 @@ def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = No
         load = os.getloadavg()[0]
         start_wall, start = time(), perf_counter()
         env = child_environment(None)
+        if cold_cache:
+            env["MPI_PRIVOPT_CACHE_DIR"] = os.path.join(out, "graph-cache")
         if tree:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -94,6 +109,7 @@ def summarise(data: dict) -> dict:
     rss = [r["maxrss_mib"] for r in ranks]
     pss = [r.get("pss_mib", float("nan")) for r in ranks]
     heavy = sorted({m for r in ranks[1:] for m in r["heavy"]})
+    networkx_ranks = sum("networkx" in r["heavy"] for r in ranks)
     cpu = [r.get("cpu", {}) for r in ranks]
     cpu_startup = sum(c.get("set_up", float("nan")) for c in cpu)  # CPU from process start
     cpu_total = sum(c.get("finished", float("nan")) for c in cpu)
@@ -104,15 +120,16 @@ def summarise(data: dict) -> dict:
             "eval_share": data["eval_seconds"] / data["wall_seconds"] if data["wall_seconds"] else 0.0,
             "rss_median": statistics.median(rss), "rss_max": max(rss),
             "pss_total": sum(pss) / 1024, "pss_median": statistics.median(pss),
-            "worker_imports": heavy, "final_error": data["final_error"],
+            "worker_imports": heavy, "networkx_ranks": networkx_ranks,
+            "final_error": data["final_error"],
             "job_start": data["job_start"], "stamps": ranks}  # every rank's, for --json
 
 
 def table(rows: list[dict]) -> str:
     head = ("| tree | K | load | job s | start-up s | launch | check | imports | config | set-up "
             "| loop s | eval share | CPU s start-up / job | RSS/rank MiB (median, max) "
-            "| PSS/rank MiB | job PSS GiB | workers import |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
+            "| PSS/rank MiB | job PSS GiB | workers import | ranks with networkx |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
     lines = []
     for r in rows:
         p = r["phases"]
@@ -123,7 +140,8 @@ def table(rows: list[dict]) -> str:
             f"{r.get('cpu_startup', float('nan')):.1f} / {r.get('cpu_total', float('nan')):.1f} | "
             f"{r['rss_median']:.0f}, {r['rss_max']:.0f} | {r.get('pss_median', float('nan')):.0f} | "
             f"{r.get('pss_total', float('nan')):.1f} | "
-            f"{', '.join(r['worker_imports']) or 'none of ' + '/'.join(('scipy', 'networkx'))} |")
+            f"{', '.join(r['worker_imports']) or 'none of ' + '/'.join(('scipy', 'networkx'))} | "
+            f"{r.get('networkx_ranks', '?')} |")
     return head + "\n".join(lines)
 
 
@@ -164,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="8,50,200", help="comma-separated K values")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per job")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per job (default 900 + 2 per rank)")
+    parser.add_argument("--graph-cache", choices=("cold", "host"), default="cold",
+                        help="cold: each job its own empty graph cache (default); host: "
+                             "the user's cache, as repeated jobs on one host use it")
     parser.add_argument("--png", default=None, help="draw the figure to this PNG")
     parser.add_argument("--json", default=None, help="write every job's figures here")
     parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
@@ -180,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         for K in (int(k) for k in args.ranks.split(",")):
             for label, path in trees:
-                row = summarise(run_job(K, config, args.timeout, path))
+                timeout = args.timeout or 900.0 + 2.0 * K
+                row = summarise(run_job(K, config, timeout, path,
+                                        cold_cache=args.graph_cache == "cold"))
                 row.update(repeat=repeat, tree=label)
                 rows.append(row)
                 print(table([row]).splitlines()[-1], flush=True)
