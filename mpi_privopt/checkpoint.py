@@ -599,19 +599,21 @@ def loop_start(s) -> tuple[int, float]:
     return s.resumed.iteration + 1, perf_counter() - before
 
 
-def after_iteration(s, stop: StopOnSignal, n: int, algorithm_seconds: float,
+def after_iteration(s, stop: StopOnSignal, n: int, algorithm_seconds: Callable[[], float],
                     before_save: Callable[[], None] | None = None) -> bool:
     """After iteration ``n``: a due checkpoint, and the agreement on a signal. True when
-    every agent stops here (its checkpoint written). ``before_save`` runs first when a
-    checkpoint is written (the engine completes its metrics rows in flight, so that
-    metrics.csv holds every row up to the checkpoint)."""
-    fault("iteration", s.comm.Get_rank(), n)
+    every agent stops here (its checkpoint written). ``algorithm_seconds()`` is the loop's
+    time so far, asked only when a checkpoint is written; ``before_save`` runs first then
+    (the engine completes its metrics rows in flight, so that metrics.csv holds every row
+    up to the checkpoint)."""
+    if _FAULT is not None:  # tests only; a call per iteration otherwise
+        fault("iteration", s.comm.Get_rank(), n)
     last = s.cfg.run.iterations
     signum = stop.agreed() if n < last else 0  # the last iteration ends the run anyway
     if s.checkpoints.due(n, last) or signum:
         if before_save is not None:
             before_save()
-        s.checkpoints.save(s, n, algorithm_seconds)
+        s.checkpoints.save(s, n, algorithm_seconds())
     if signum:
         s.interrupted, s.stopped_at = signum, n
     return bool(signum)

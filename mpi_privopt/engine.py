@@ -312,6 +312,9 @@ def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
           start: float) -> None:
     """The iterations of :func:`iterate`, from ``first`` (after a resume), with the stall
     watchdog ``watch`` armed and ``stop`` agreeing on a signal (checkpoint.py)."""
+    # made once: a checkpoint asks for them; the loop's per-iteration cost stays small
+    algorithm_seconds = lambda: perf_counter() - start - s.eval_seconds  # noqa: E731
+    flush_rows = lambda: _flush_rows(s)  # noqa: E731
     for n in range(first, iterations + 1):
         s.net.round = n
         try:
@@ -342,8 +345,7 @@ def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
             with watch.paused():  # an evaluation may take longer than an iteration
                 evaluate(s, n, tick - start - s.eval_seconds)
             s.eval_seconds += perf_counter() - tick
-        if checkpoint.after_iteration(s, stop, n, perf_counter() - start - s.eval_seconds,
-                                      before_save=lambda: _flush_rows(s)):
+        if checkpoint.after_iteration(s, stop, n, algorithm_seconds, before_save=flush_rows):
             break  # a signal: every agent stops here, its checkpoint written
     tick = perf_counter()
     _flush_rows(s)

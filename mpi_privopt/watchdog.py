@@ -126,6 +126,8 @@ class Watchdog:
         self._abort = abort
         self._stream = stream
         self._iteration = 0
+        #: the iteration the thread last saw, and when it first saw it
+        self._seen_iteration = 0
         self._last_progress = time.monotonic()
         self._paused = 0
         self._beat = 0
@@ -146,9 +148,11 @@ class Watchdog:
         return self
 
     def progress(self, iteration: int) -> None:
-        """This rank finished ``iteration`` (called once per iteration)."""
+        """This rank finished ``iteration`` (called once per iteration).
+
+        One store: the thread notes when the number changed (to within its period), so
+        the loop pays no clock read (docs/performance.md section 9)."""
         self._iteration = iteration
-        self._last_progress = time.monotonic()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -170,7 +174,11 @@ class Watchdog:
     # -- the thread ---------------------------------------------------------------------------
 
     def _stalled_for(self) -> float:
-        return 0.0 if self._paused else time.monotonic() - self._last_progress
+        now = time.monotonic()
+        iteration = self._iteration
+        if iteration != self._seen_iteration:
+            self._seen_iteration, self._last_progress = iteration, now
+        return 0.0 if self._paused else now - self._last_progress
 
     def _publish(self, done: bool = False) -> None:
         self._beat += 1
