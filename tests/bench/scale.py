@@ -87,10 +87,14 @@ def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = No
             env["MPI_PRIVOPT_CACHE_DIR"] = os.path.join(out, "graph-cache")
         if tree:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  env=env)
+        except subprocess.TimeoutExpired as err:
+            raise JobFailed(f"{ranks} ranks: no end within {timeout:.0f} s") from err
         job = perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"{ranks} ranks: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+        raise JobFailed(f"{ranks} ranks: exit {proc.returncode}\n{proc.stderr[-3000:]}")
     line = next(x for x in proc.stdout.splitlines() if x.startswith("SCALE_RANKS "))
     data = json.loads(line.split(" ", 1)[1])
     data.update(K=ranks, job=job, job_start=start_wall, load=load)
@@ -178,6 +182,10 @@ def plot(rows: list[dict], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+class JobFailed(RuntimeError):
+    """A job that did not end with status 0 (its status and the end of its stderr)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="8,50,200", help="comma-separated K values")
@@ -198,23 +206,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = args.config or DEFAULT_CONFIG
     trees = [("this", None)] + [tuple(t.split("=", 1)) for t in args.tree]
-    rows = []
+    rows, failed = [], []
     for repeat in range(args.repeats):
         for K in (int(k) for k in args.ranks.split(",")):
             for label, path in trees:
                 timeout = args.timeout or 900.0 + 2.0 * K
-                row = summarise(run_job(K, config, timeout, path,
-                                        cold_cache=args.graph_cache == "cold"))
+                try:
+                    row = summarise(run_job(K, config, timeout, path,
+                                            cold_cache=args.graph_cache == "cold"))
+                except JobFailed as err:  # keep the other jobs' figures
+                    print(err, file=sys.stderr, flush=True)
+                    failed.append({"K": K, "tree": label, "repeat": repeat,
+                                   "error": str(err)})
+                    continue
                 row.update(repeat=repeat, tree=label)
                 rows.append(row)
                 print(table([row]).splitlines()[-1], flush=True)
     print()
     print(table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    if args.png:
+        Path(args.json).write_text(json.dumps({"jobs": rows, "failed": failed}, indent=1)
+                                   if failed else json.dumps(rows, indent=1))
+    if args.png and rows:
         plot(rows, args.png)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
