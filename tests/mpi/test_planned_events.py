@@ -92,13 +92,18 @@ def booked_in(seen: dict) -> tuple[list, int, int, list]:
             after[3])
 
 
+def in_noise_mode(comm, shared_dir: str, name: str, noise: str) -> dict:
+    """:func:`planned_and_booked` with ``privacy.noise = noise`` (secure needs its extra)."""
+    if noise == "secure":
+        pytest.importorskip("cryptography", reason="privacy.noise = 'secure' needs it")
+    return planned_and_booked(comm, f"{shared_dir}/{name}-{noise}", name,
+                              [f"privacy.noise={noise}"])
+
+
 @pytest.mark.parametrize("noise", ["fast", "secure"])
 @pytest.mark.parametrize("name", FRAMEWORK + TRACKING)
 def test_planned_events_are_what_the_ledger_books(comm, shared_dir, name, noise):
-    if noise == "secure":
-        pytest.importorskip("cryptography", reason="privacy.noise = 'secure' needs it")
-    windows = planned_and_booked(comm, f"{shared_dir}/{name}-{noise}", name,
-                                 [f"privacy.noise={noise}"])
+    windows = in_noise_mode(comm, shared_dir, name, noise)
     for (first, last), seen in windows.items():
         events, releases, nonprivate, _ = booked_in(seen)
         expected = messages(name, first, last)
@@ -138,10 +143,7 @@ def test_a_perturbed_iterate_method_plans_what_it_books(comm, shared_dir, name, 
     # the same cost under a relative schedule in fast mode; asked after a release, as a
     # resume asks, it must be the booked events themselves, with each iteration's own
     # sensitivity (the step shrinks it) and the secure mode's rounding slack.
-    if noise == "secure":
-        pytest.importorskip("cryptography", reason="privacy.noise = 'secure' needs it")
-    windows = planned_and_booked(comm, f"{shared_dir}/{name}-{noise}", name,
-                                 [f"privacy.noise={noise}"])
+    windows = in_noise_mode(comm, shared_dir, name, noise)
     for (first, last), seen in windows.items():
         events, releases, nonprivate, _ = booked_in(seen)
         assert releases == len(events) == perturbed_messages(name, first, last)
