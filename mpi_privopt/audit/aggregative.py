@@ -253,6 +253,8 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
         "worst_shift_ratio": h["worst_shift_ratio"],
         "block_shift_ratio": h["block_shift_ratio"], "worst_mismatch": h["worst_mismatch"],
         "canary": h["canary"], "seconds": seconds, "flags": flags, "passed": not flags,
+        "planned_epsilon": me["plan"]["planned_epsilon"], "trials_needed": me["plan"]["needed"],
+        "trials_enough": me["plan"]["enough"],
     }
     if h.get("membership") is not None:
         m = h["membership"]
@@ -288,6 +290,11 @@ def format_pure_report(report: dict) -> str:
                      f"{m['advantage_lower']:.4f}) vs pure-DP bound (e^eps - 1)/(e^eps + 1) "
                      f"= {m['pure_bound']:.4f}" + ("   ABOVE THE BOUND" if m["exceeds_bound"]
                                                    else ""))
+    if not report["trials_enough"]:
+        needed = report["trials_needed"]
+        lines.append("  note: --force with fewer trials than " + (
+            f"the {needed} a test that never errs needs" if needed is not None else
+            "any audit can run") + " to reach half the ledger's epsilon")
     lines += [
         f"  time                {report['seconds']:.2f} s",
         "verdict: PASS" if report["passed"] else

@@ -100,15 +100,17 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -
                           "threshold)")
 
 
-def _trials_check(mu: float, trials: int, confidence: float, force: bool) -> dict:
-    needed = stats.trials_needed(mu, confidence, REACH)
+def _trials_check(needed: int | None, ledger: str, trials: int, confidence: float,
+                  force: bool) -> dict:
+    """Refuse, unless ``force``, a trial count below ``needed`` (None: beyond any audit)
+    for the bound to reach :data:`REACH` of the ``ledger``'s figure."""
     enough = needed is not None and trials >= needed
     if not enough and not force:
         reach = (f"at least {needed} trials" if needed is not None
                  else "more trials than an audit can run (the bound saturates)")
         raise ConfigError(
             f"{trials} trials are too few for the bound to reach {REACH:g} of the "
-            f"ledger's mu = {mu:.4g} at confidence {confidence:g}: it needs {reach}",
+            f"ledger's {ledger} at confidence {confidence:g}: it needs {reach}",
             f"rerun with --trials {needed}" if needed is not None else
             "add --force to run anyway (the bound will be loose)")
     return {"needed": needed, "enough": enough}
@@ -143,7 +145,14 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     plan: dict = {}
 
     def check_trials(mu: float) -> None:
-        plan.update(planned_mu=mu, **_trials_check(mu, trials, confidence, force))
+        needed = stats.trials_needed(mu, confidence, REACH)
+        plan.update(planned_mu=mu, **_trials_check(needed, f"mu = {mu:.4g}", trials,
+                                                   confidence, force))
+
+    def check_pure_trials(epsilon: float) -> None:
+        needed = stats.pure_trials_needed(epsilon, confidence, REACH)
+        plan.update(planned_epsilon=epsilon, **_trials_check(
+            needed, f"epsilon = {epsilon:.4g}", trials, confidence, force))
 
     def membership_trials(u=None) -> MembershipTrials:
         return MembershipTrials(trial_worlds(seed, target, trials, 2), u)
@@ -177,12 +186,18 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             else:
                 agree(comm, lambda: None)
             return
-        if ldp:  # no trial-count check and no wire record: see .aggregative
+        if ldp:  # no wire record: see .aggregative
             if is_target:
+                # the link's planned pure epsilon: the method's own plan of its releases
+                planned = algorithm.planned_events(1, agent.iterations)
+                agree(comm, lambda: check_pure_trials(
+                    math.fsum(getattr(e, "epsilon", math.inf) for e in planned)))
                 harness = AggregativeTrials(agent, algorithm, worlds,
                                             audit_noise(agent.noise, seed, target),
                                             *own_membership(agent.noise))
                 harness.attach()
+            else:
+                agree(comm, lambda: None)
             return
         mechanism = mechanism_of(algorithm)
         wire.attach(agent, mechanism)

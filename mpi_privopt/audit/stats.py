@@ -34,6 +34,7 @@ a Gaussian one (true of composed Gaussian mechanisms, not of Laplace ones).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special, stats
@@ -45,7 +46,7 @@ __all__ = ["AuditBound", "audit_bound", "clopper_pearson", "eps_advantage_bound"
            "lag_correlation_test", "laplace_lr", "membership_attack", "mi_advantage_bound",
            "midpoint_audit", "pure_split_audit", "round_pure_scores", "select_threshold",
            "split_audit",
-           "trials_needed", "variance_test"]
+           "pure_trials_needed", "trials_needed", "variance_test"]
 
 
 def clopper_pearson(errors: int | np.ndarray, trials: int | np.ndarray,
@@ -227,6 +228,32 @@ def trials_needed(mu: float, confidence: float, fraction: float = 0.5,
         hi = float(clopper_pearson(k, n, 1.0 - confidence)[1])
         return float(gdp_mu_lower_bound(hi, hi)) >= target
 
+    return _fewest_trials(reaches, limit)
+
+
+def pure_trials_needed(epsilon: float, confidence: float, fraction: float = 0.5,
+                       limit: int = 1 << 26) -> int | None:
+    """The fewest trials (both worlds together) at which the pure-epsilon audit
+    (:func:`pure_split_audit`) *can* reach ``fraction * epsilon``: even a test that never
+    errs on its held-out half (``trials/4`` per world) bounds epsilon only by
+    ``ln((1 - FNR+)/FPR+)`` with both rates at zero errors, about ``ln(trials / 4)``. A
+    necessary count, not a sufficient one (a real test errs); None beyond ``limit``, and
+    for an unbounded epsilon.
+    """
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        return None
+    target = fraction * epsilon
+
+    def reaches(trials: int) -> bool:
+        n = trials // 4
+        return audit_bound(0, n, 0, n, confidence, 0.0)["eps_lower"] >= target
+
+    return _fewest_trials(reaches, limit)
+
+
+def _fewest_trials(reaches: Callable[[int], bool], limit: int) -> int | None:
+    """The smallest multiple of 4 (``--trials``' rule) for which the monotone ``reaches``
+    holds, to within 1%; None if not within ``limit``."""
     trials = 64
     while not reaches(trials):
         trials *= 2

@@ -20,6 +20,7 @@ The realised shifts at t = 1 are also computed here, independently, from the pap
 equations (lines 4-9 of Algorithm 1 with lam^0 = 1 and kappa = 1).
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -42,10 +43,10 @@ def constants(values):
     return [f"algorithm.sensitivity_{b}={c}" for b, c in values.items()]
 
 
-def ldp_audit(comm, shared_dir, name, overrides, trials=8000):
+def ldp_audit(comm, shared_dir, name, overrides, trials=8000, force=False):
     cfg = load_config(EXPERIMENT, overrides)
-    return comm.bcast(run_audit(cfg, target=0, trials=trials, out=f"{shared_dir}/{name}",
-                                comm=comm))
+    return comm.bcast(run_audit(cfg, target=0, trials=trials, force=force,
+                                out=f"{shared_dir}/{name}", comm=comm))
 
 
 def shift_ratios_at_t1(C):
@@ -119,7 +120,9 @@ def test_at_the_packaged_settings_the_shift_is_nine_times_the_booked_one(comm, s
     # where the shift peaks (t = 3 to 4); no bound is possible at its epsilon (> 100 per
     # message), only the white-box shift
     report = ldp_audit(comm, shared_dir, "ldp-packaged", ["run.iterations=10",
-                                                          "run.eval_every=10"], trials=16)
+                                                          "run.eval_every=10"], trials=16,
+                       force=True)
+    assert report["trials_needed"] is None and not report["trials_enough"]
     assert report["worst_shift_ratio"] == pytest.approx(9.0033, rel=1e-4)
     assert report["block_shift_ratio"]["x"] == report["worst_shift_ratio"]
     assert any(f.startswith("sensitivity:") for f in report["flags"])
@@ -171,3 +174,17 @@ def test_what_the_ldp_audit_cannot_read_is_refused(comm, shared_dir, experiment,
     cfg = load_config(experiment, overrides)
     with pytest.raises(ConfigError, match=words):
         run_audit(cfg, target=0, trials=16, out=f"{shared_dir}/refused", comm=comm)
+
+
+@pytest.mark.mpi(min_size=3)
+def test_too_few_trials_for_the_pure_bound_are_refused_unless_forced(comm, shared_dir):
+    # the packaged settings: a pure epsilon above 100 per message, half of which no trial
+    # count can reach; at T = 1, sigma = 2.5 (the audited setting), more than 16 trials
+    cfg = load_config(EXPERIMENT, ["run.iterations=10", "run.eval_every=10"])
+    with pytest.raises(ConfigError, match="more trials than an audit can run"):
+        run_audit(cfg, target=0, trials=16, out=f"{shared_dir}/few-packaged", comm=comm)
+    cfg = load_config(EXPERIMENT, SHORT + constants(COVERING))
+    with pytest.raises(ConfigError, match=r"it needs at least \d+ trials") as refused:
+        run_audit(cfg, target=0, trials=16, out=f"{shared_dir}/few-short", comm=comm)
+    needed = int(re.search(r"--trials (\d+)", refused.value.fix).group(1))
+    assert needed > 16

@@ -168,3 +168,20 @@ def test_the_membership_attack_is_sound_and_reaches_the_best_advantage(kind, shi
              else stats.eps_advantage_bound(shift, 0.0))
     assert bound >= best - 1e-12
     assert results[0]["trials"] == 2000
+
+
+def test_pure_trials_needed_is_the_fewest_at_which_an_errorless_test_reaches_the_target():
+    for epsilon in (0.84, 3.0, 8.0):
+        needed = stats.pure_trials_needed(epsilon, 0.95)
+        assert needed % 4 == 0
+
+        def best(trials):  # a test that never errs on its held-out trials / 4 per world
+            n = trials // 4
+            return stats.audit_bound(0, n, 0, n, 0.95, 0.0)["eps_lower"]
+        assert best(needed) >= epsilon / 2
+        assert best(int(needed * 0.98) // 4 * 4 - 4) < epsilon / 2  # within 2%
+    # about ln(2 / 0.05) e^(eps/2) per world and side: grows with epsilon
+    assert stats.pure_trials_needed(8.0, 0.95) > stats.pure_trials_needed(3.0, 0.95)
+    # beyond any audit: the packaged ldp-aggregative run books epsilon 2813
+    assert stats.pure_trials_needed(2813.0, 0.95) is None
+    assert stats.pure_trials_needed(float("inf"), 0.95) is None
