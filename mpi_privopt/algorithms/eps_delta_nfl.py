@@ -127,9 +127,7 @@ class EpsDeltaNFL(Algorithm):
 
     #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
     planned_events = planned_iterate_events
-
-    def release_sensitivity(self, n: int) -> float:
-        return linearised_release_sensitivity(self.state, self.agent.problem, self.params, n)
+    release_sensitivity = linearised_release_sensitivity
 
     @property
     def estimate(self) -> np.ndarray:

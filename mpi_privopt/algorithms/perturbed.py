@@ -158,12 +158,16 @@ class IterateRelease:
         if schedule is None:
             return []
         if sensitivity_of is not None and self.size is not None:
-            return [self.mechanism.booked_event(d, schedule.scale(n, d), self.size)
-                    for n, d in ((n, sensitivity_of(n)) for n in range(first, last + 1))]
+            return [self._booked(sensitivity_of(n), n) for n in range(first, last + 1)]
         if not schedule.relative:
             return None
         return [self.mechanism.event(1.0, schedule.scale(n, 1.0))
                 for n in range(first, last + 1)]
+
+    def _booked(self, sensitivity: float, n: int):
+        """The event release ``n`` at ``sensitivity`` books."""
+        return self.mechanism.booked_event(sensitivity, self.schedule.scale(n, sensitivity),
+                                           self.size)
 
     def report(self, name: str, agent_id: int, schedule_label: str) -> dict:
         """A method's noise lines: first and last sigma and sensitivity, and the

@@ -23,10 +23,13 @@ def zcdp_nfl_sensitivity(c1: float, n_samples: int, rho: float, degree: int, eta
     return 2.0 * c1 / (n_samples * (2.0 * rho * degree + 1.0 / eta))
 
 
-def linearised_release_sensitivity(state: ConsensusState, problem, params, n: int) -> float:
-    """Delta_k(n) of release n (Lemma I at eta^(n)): public, known before the release."""
-    eta = step_size(params.schedule, params.eta, n)
-    return zcdp_nfl_sensitivity(problem.clip, problem.n_samples, params.rho, state.degree, eta)
+def linearised_release_sensitivity(method, n: int) -> float:
+    """Delta_k(n) of release n (Lemma I at eta^(n)) of zCDP-NFL or (eps, delta)DP-NFL
+    (``method.release_sensitivity``): public, known before the release."""
+    params = method.params
+    problem = method.agent.problem
+    return zcdp_nfl_sensitivity(problem.clip, problem.n_samples, params.rho,
+                                method.state.degree, step_size(params.schedule, params.eta, n))
 
 
 def private_linearised_step(state: ConsensusState, problem, release: IterateRelease,
@@ -35,7 +38,8 @@ def private_linearised_step(state: ConsensusState, problem, release: IterateRele
     w_k^(n). (zCDP-NFL and (eps, delta)DP-NFL differ only in the release's schedule.)"""
     eta = step_size(params.schedule, params.eta, n)
     w = state.linearised_primal(problem, eta)                                    # (7)
-    sensitivity = linearised_release_sensitivity(state, problem, params, n)
+    sensitivity = zcdp_nfl_sensitivity(problem.clip, problem.n_samples, params.rho,
+                                       state.degree, eta)
     state.exchange(release(w, n, sensitivity, state.outgoing))                   # (8), (9)
     return w
 
@@ -115,9 +119,7 @@ class ZCDPNFL(Algorithm):
 
     #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
     planned_events = planned_iterate_events
-
-    def release_sensitivity(self, n: int) -> float:
-        return linearised_release_sensitivity(self.state, self.agent.problem, self.params, n)
+    release_sensitivity = linearised_release_sensitivity
 
     @property
     def estimate(self) -> np.ndarray:
