@@ -63,7 +63,7 @@ def cmd_run(args) -> int:
 
 def progress_choice(args) -> bool | None:
     """The stderr progress line: off with --quiet, on with --progress, else None (the
-    config's run.progress decides; "auto": when stderr is a terminal)."""
+    config's run.progress decides; "auto": when a person watches, mpi_privopt/watching.py)."""
     if args.quiet:
         return False
     return True if args.progress else None
@@ -209,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true",
                    help="print only the run directory, no progress or summary")
     p.add_argument("--progress", action="store_true",
-                   help="show the progress line on stderr even when it is not a terminal "
-                        "(it is shown on a terminal anyway; run.progress in the config)")
+                   help="show the progress line on stderr even in a log (it is shown "
+                        "anyway where a person watches; run.progress in the config)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its last checkpoint (with its "
                         "config; only --set run.iterations=N may change, to extend it)")
