@@ -38,6 +38,19 @@ LOG_INTERVAL = 5.0
 SAMPLE_SPACING = 0.5
 
 
+def add_progress_arguments(parser, quiet: str) -> None:
+    """``--quiet`` (help text ``quiet``) and ``--progress`` on a command's ``parser``."""
+    parser.add_argument("--quiet", action="store_true", help=quiet)
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress line on stderr even in a log (it is shown "
+                             "anyway where a person watches)")
+
+
+def progress_mode(args) -> str:
+    """``off`` with ``--quiet``, ``on`` with ``--progress``, else ``auto``."""
+    return "off" if args.quiet else ("on" if args.progress else "auto")
+
+
 def progress_wanted(setting: str, stream: TextIO | None = None) -> bool:
     """Whether to show progress: ``on``, ``off``, or ``auto`` (when a person watches
     ``stream``, stderr by default: :func:`mpi_privopt.watching.watched`)."""
@@ -146,6 +159,7 @@ class Progress:
         self._due = -float("inf")        # the next sample (or line)
         self._line_due = -float("inf")   # the next line
         self._width = 0
+        self._ended = False
 
     def line(self, done: float, epsilon: float | None = None, now: float | None = None,
              label: str | None = None) -> str:
@@ -167,7 +181,7 @@ class Progress:
         one (always at the end). One clock read per call: the run loop calls it every
         iteration."""
         now = perf_counter()
-        if now < self._due and done < self.total:
+        if now < self._due and done < self.total or self._ended:
             return
         self.rate.add(now, done)
         self._due = now + self._spacing
@@ -185,6 +199,7 @@ class Progress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+        self._ended = done >= self.total  # the last line is drawn once
 
     def clear(self) -> None:
         """Blank an in-place line (before another line is printed on the terminal); the

@@ -1,11 +1,13 @@
 """``python -m mpi_privopt audit EXPERIMENT [--link i,j | --all-links] [--target AGENT]
-[--trials N | --one-run [--canaries M] [--guesses R]] [--confidence C] [--force] [--out DIR]``
+[--trials N | --one-run [--canaries M] [--guesses R]] [--confidence C] [--force] [--out DIR]
+[--quiet | --progress]``
 (under mpiexec, one rank per agent)."""
 from __future__ import annotations
 
 import argparse
 
 from ..errors import ConfigError
+from ..progress import add_progress_arguments, progress_mode
 
 
 def _link(text: str) -> tuple[int, int]:
@@ -40,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--one-run: canaries, one per feature (default: every feature)")
     parser.add_argument("--guesses", type=int, default=None,
                         help="--one-run: signs guessed (default: planned from the schedule)")
+    add_progress_arguments(parser, "no progress line (the report is printed all the same)")
+
+
+def _progress(args) -> bool | None:
+    """The run's progress line: off with --quiet, on with --progress, else None (where a
+    person watches)."""
+    return {"off": False, "on": True, "auto": None}[progress_mode(args)]
 
 
 def main(args, cfg) -> int:
@@ -66,7 +75,7 @@ def main(args, cfg) -> int:
         return _one_run(cfg, target, receiver, args, comm)
     report = run_audit(cfg, target=target, receiver=receiver, all_links=args.all_links,
                        trials=args.trials, confidence=args.confidence, force=args.force,
-                       out=args.out, comm=comm)
+                       out=args.out, comm=comm, progress=_progress(args))
     if report is not None:
         print(format_report(report))
         print(f"audit.json in {report['run_dir']}")
@@ -97,7 +106,8 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
               flush=True)
     if receiver is None:
         receiver = min(build_graph(cfg, comm.Get_size()).neighbors(target))
-    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm)
+    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm,
+                        progress=_progress(args))
     if report is not None:
         print(f"attack by agent {receiver} on agent {target}: gradient relative error "
               f"{report['gradient_relative_error']:.3g}, exact recovery: {report['exact']}")
@@ -110,7 +120,8 @@ def _one_run(cfg, target: int, receiver: int | None, args, comm) -> int:
 
     report = run_one_run_audit(cfg, target=target, receiver=receiver,
                                canaries=args.canaries, guesses=args.guesses,
-                               confidence=args.confidence, out=args.out, comm=comm)
+                               confidence=args.confidence, out=args.out, comm=comm,
+                               progress=_progress(args))
     if report is not None:
         print(format_one_run(report))
         print(f"one-run-audit.json in {report['run_dir']}")

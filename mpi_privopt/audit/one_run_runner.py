@@ -140,9 +140,11 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int,
 def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
                       canaries: int | None = None, guesses: int | None = None,
                       confidence: float = 0.95, out: str | None = None,
-                      comm: MPI.Intracomm | None = None) -> dict | None:
+                      comm: MPI.Intracomm | None = None,
+                      progress: bool | None = None) -> dict | None:
     """Audit agent ``target``'s releases on its link to ``receiver`` with ``canaries``
-    canaries in one run (all of the problem's features by default).
+    canaries in one run (all of the problem's features by default). ``progress``: the
+    run's progress line (:func:`mpi_privopt.engine.run`).
 
     Returns
     -------
@@ -170,7 +172,7 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
         held["harness"].attach(mechanism_of(algorithm))
 
     start = perf_counter()
-    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
+    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup, progress=progress)
     seconds = perf_counter() - start
     report = None
     if "harness" in held:

@@ -120,9 +120,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
               all_links: bool = False, trials: int = 4000,
               confidence: float = DEFAULT_CONFIDENCE, force: bool = False,
               membership: bool = True, out: str | None = None,
-              comm: MPI.Intracomm | None = None) -> dict | None:
+              comm: MPI.Intracomm | None = None, progress: bool | None = None) -> dict | None:
     """Audit agent ``target``'s releases on the link to ``receiver`` (its smallest
-    neighbour by default) over one run of ``cfg``.
+    neighbour by default) over one run of ``cfg``. ``progress``: the run's progress line
+    over its iterations, trials included (:func:`mpi_privopt.engine.run`; None: where a
+    person watches).
 
     Returns
     -------
@@ -213,7 +215,7 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             agree(comm, lambda: None)
 
     start = perf_counter()
-    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
+    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup, progress=progress)
     seconds = perf_counter() - start
     mine = {
         "agent": wire.agent, "sent": wire.sent, "received": wire.received,

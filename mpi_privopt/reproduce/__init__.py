@@ -16,21 +16,26 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
-from ..progress import Progress, progress_wanted
+from ..progress import progress_line
+from ..watching import TERMINAL_VARIABLE
 
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
 log = functools.partial(print, flush=True)
 
 #: the progress line on stderr over a reproduction's runs (:mod:`mpi_privopt.progress`):
-#: "auto" (on a terminal), "on" (``--progress``) or "off" (``--quiet``); set by :func:`run`
+#: "auto" (where a person watches), "on" (``--progress``) or "off" (``--quiet``); set by
+#: :func:`run`
 PROGRESS = {"mode": "auto"}
 #: the options :func:`run` takes for itself before the reproduction's own parser
 PROGRESS_FLAGS = {"--progress": "on", "--quiet": "off"}
+#: seconds between two looks at a running batch's finished runs
+POLL_SECONDS = 1.0
 
 
 class BatchFailed(ConfigError):
@@ -50,13 +55,15 @@ def find_mpiexec(given: str | None, name: str) -> str:
     return mpiexec
 
 
-def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_file) -> float:
+def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_file,
+              on_wait: Callable[[], None] | None = None) -> float:
     """Run ``items`` (one dict of run settings each) in one MPI job of ``module --worker``.
 
     Starting K Python processes costs more than a short run, so a reproduction hands a
-    batch of runs to one job whose ranks loop over them. Returns the job's seconds; raises
-    :class:`BatchFailed` (a ConfigError: one message, no traceback) with the end of its
-    stderr if it fails.
+    batch of runs to one job whose ranks loop over them. ``on_wait`` is called every
+    :data:`POLL_SECONDS` while the job runs (the progress line counts the runs done).
+    Returns the job's seconds; raises :class:`BatchFailed` (a ConfigError: one message, no
+    traceback) with the end of its stderr if it fails.
     """
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
@@ -65,13 +72,27 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
            "-m", module, "--worker", str(batch_file)]
     tick = time.perf_counter()
     # A clean environment: this process has started MPI (an Open MPI singleton then sets
-    # job variables that make a child mpiexec fail); Open MPI gets --oversubscribe.
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_environment())
+    # job variables that make a child mpiexec fail); Open MPI gets --oversubscribe. The
+    # job's output is read only if it fails: its runs show no progress line of their own
+    # (this process shows one over the runs).
+    env = {**child_environment(), TERMINAL_VARIABLE: "0"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
+        try:
+            while True:
+                try:  # a blocking wait that reads the output, woken to report progress
+                    _, stderr = proc.communicate(timeout=POLL_SECONDS if on_wait else None)
+                    break
+                except subprocess.TimeoutExpired:
+                    on_wait()
+        except BaseException:  # Ctrl-C, or the callback failed: the job goes too
+            proc.kill()
+            raise
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise BatchFailed(f"mpiexec failed (exit {proc.returncode}) on a batch of "
                           f"{len(items)} runs of {module}; the end of its output:\n"
-                          f"{proc.stderr[-4000:].rstrip()}",
+                          f"{stderr[-4000:].rstrip()}",
                           "the output above names the failing run; runs already finished "
                           "are kept and reused when the command is repeated")
     return time.perf_counter() - tick
@@ -100,11 +121,20 @@ def launch(runs: list, out: Path, mpiexec: str, *, ranks: int, module: str, batc
             shutil.rmtree(run_dir(out, r))
     batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
     done, launched = len(runs) - len(todo), 0
-    line = Progress(len(todo), "run") if todo and progress_wanted(PROGRESS["mode"]) else None
+    # runs take different times, and a batch's first pays the job's start: settle 1 run
+    line = progress_line(PROGRESS["mode"], len(todo), "run", settle=1) if todo else None
+    if line is not None:
+        line.update(0)
     for b, batch in enumerate(batches, 1):
+        def runs_done(batch=batch, launched=launched) -> None:
+            # a run is done once its result file is written (the worker runs them in turn)
+            line.update(launched + sum((run_dir(out, r) / r.result_file).is_file()
+                                       for r in batch))
+
         seconds = run_batch(mpiexec, ranks, module,
                             [{**asdict(r), "out": str(run_dir(out, r))} for r in batch],
-                            out / "runs" / f"batch-{os.getpid()}-{b}.json")
+                            out / "runs" / f"batch-{os.getpid()}-{b}.json",
+                            on_wait=runs_done if line is not None else None)
         done, launched = done + len(batch), launched + len(batch)
         if line is not None:
             line.clear()  # the terminal's progress line, before the batch's line on stdout
