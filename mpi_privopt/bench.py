@@ -25,6 +25,7 @@ says which path ran.
 from __future__ import annotations
 
 import json
+import math
 from time import perf_counter
 
 import numpy as np
@@ -78,7 +79,7 @@ class BenchProgress:
                 + links * cls.LINK_UNITS + ROUNDS * dgd_variants * iterations * cls.DGD_UNITS)
 
     def finish(self) -> None:
-        """The last line (the weights' sum may miss the total by rounding)."""
+        """The last line, ``done`` at 100%."""
         if self.line is not None:
             self.line.update(self.line.total, label="done")
             self.line.close()
@@ -87,7 +88,9 @@ class BenchProgress:
         """``units`` more done; ``label`` says what (shown with the next line)."""
         if self.line is not None:
             self.done += units
-            self.line.update(self.done, label=label)
+            # the line ends with finish() alone, whatever the weights' sum rounds to
+            self.line.update(min(self.done, math.nextafter(self.line.total, 0.0)),
+                             label=label)
 
 
 def _timed(comm: MPI.Intracomm, fn, repeats: int) -> float:
@@ -373,7 +376,8 @@ def main(args) -> int:
                                4 + persistent)
     # rank 0's line on stderr; the results go to stdout
     progress = BenchProgress(progress_line(getattr(args, "progress_mode", "auto"), total,
-                                           "bench", percent=True, settle=0)
+                                           "bench", percent=True, settle=0,
+                                           in_place=False)
                              if rank == 0 else None)
     progress.step(0.0, "1/3 exchange")
     exchange = bench_exchange(world, net, sizes, args.repeats, progress)

@@ -148,16 +148,19 @@ def validate_before_mpi(config: str | None, overrides: list[str],
     """
     from .entrypoint import announced_rank, announced_size
     from .errors import UserError
+    notes: list[str] = []
     try:
         cfg, graph = check_run_input(config, overrides, announced_size(os.environ))
         if resume:
             from .checkpoint import check_resume_input
             check_resume_input(resume, cfg, graph, announced_size(os.environ))
+        else:  # every task computes them (a schedule that cannot be calibrated: all leave)
+            from .commands.noise_outlook import prelaunch_notes
+            notes = prelaunch_notes(config, overrides, cfg)
     except UserError as err:
         _leave(err)
-    if not resume and announced_rank(os.environ) == 0:
-        from .commands.noise_outlook import prelaunch_notes
-        for note in prelaunch_notes(config, overrides, cfg):
+    if announced_rank(os.environ) == 0:
+        for note in notes:
             print(note, file=sys.stderr, flush=True)
 
 

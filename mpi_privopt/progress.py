@@ -19,6 +19,7 @@ by another job) is followed within the window.
 """
 from __future__ import annotations
 
+import math
 import sys
 from collections import deque
 from time import perf_counter
@@ -62,10 +63,12 @@ def progress_wanted(setting: str, stream: TextIO | None = None) -> bool:
 
 
 def progress_line(setting: str, total: float, what: str = "iter",
-                  stream: TextIO | None = None, **options) -> "Progress | None":
+                  stream: TextIO | None = None, in_place: bool = True,
+                  **options) -> "Progress | None":
     """The :class:`Progress` line ``setting`` (``auto``, ``on``, ``off``) asks for, or None.
 
-    A terminal gets an in-place line; a person watching through a pipe a whole line every
+    A terminal gets an in-place line (whole lines every :data:`WATCHED_INTERVAL` seconds
+    with ``in_place`` False); a person watching through a pipe a whole line every
     :data:`WATCHED_INTERVAL` seconds; a log that asked for it (``on``) one every
     :data:`LOG_INTERVAL` seconds. ``options`` go to :class:`Progress`.
     """
@@ -75,9 +78,10 @@ def progress_line(setting: str, total: float, what: str = "iter",
     person = watched(stream)
     if not person and setting != "on":
         return None
-    interval = (TERMINAL_INTERVAL if is_terminal(stream)
+    interval = (TERMINAL_INTERVAL if in_place and is_terminal(stream)
                 else WATCHED_INTERVAL if person else LOG_INTERVAL)
-    return Progress(total, what, stream, interval=options.pop("interval", interval), **options)
+    return Progress(total, what, stream, interval=options.pop("interval", interval),
+                    in_place=in_place, **options)
 
 
 class RecentRate:
@@ -141,15 +145,18 @@ class Progress:
         Show the share done (``bench  42%``) instead of ``n/total`` (weighted work).
     settle : float, optional
         Steps left out of the rate at the start (:class:`RecentRate`).
+    in_place : bool, optional
+        Rewrite the line in place on a terminal; False: whole lines there too (output of
+        its own between them stays readable, and a terminal's log keeps every line).
     """
 
     def __init__(self, total: float, what: str = "iter", stream: TextIO | None = None,
                  interval: float | None = None, percent: bool = False,
-                 settle: float = 2) -> None:
+                 settle: float = 2, in_place: bool = True) -> None:
         self.total = total
         self.what = what
         self.stream = sys.stderr if stream is None else stream
-        self.tty = is_terminal(self.stream)
+        self.tty = in_place and is_terminal(self.stream)
         self.interval = interval if interval is not None else (
             TERMINAL_INTERVAL if self.tty else LOG_INTERVAL)
         self.percent = percent
@@ -165,8 +172,9 @@ class Progress:
              label: str | None = None) -> str:
         """The text of the line after ``done`` steps."""
         elapsed = (perf_counter() if now is None else now) - self.start
-        head = (f"{self.what} {min(done / self.total, 1.0) if self.total else 1.0:4.0%}"
-                if self.percent else f"{self.what} {done:>{len(str(self.total))}}/{self.total}")
+        # the share rounded down: 100% only when done
+        share = math.floor(100 * min(done / self.total, 1.0)) if self.total else 100
+        head = (f"{self.what} {share:3d}%" if self.percent else f"{self.what} {done:>{len(str(self.total))}}/{self.total}")
         parts = [head] + ([label] if label else []) + [f"elapsed {_seconds(elapsed)}"]
         left = self.rate.remaining(self.total) if done < self.total else None
         if left is not None:

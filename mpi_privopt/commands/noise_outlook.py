@@ -40,7 +40,8 @@ from ..divergence import DIVERGENCE_FACTOR
 from ..errors import UserError
 
 __all__ = ["NOISE_WARNING_FACTOR", "HORIZON_KEYS", "noise_warning", "horizon_outlook",
-           "prelaunch_notes", "release_points", "worst_multiplier", "round_up"]
+           "prelaunch_notes", "release_points", "worst_multiplier", "round_up", "epsilon_for",
+           "NOTABLE_GROWTH"]
 
 #: how far beyond the yardstick (see the module docstring) the noise may go unwarned
 NOISE_WARNING_FACTOR = DIVERGENCE_FACTOR
@@ -50,6 +51,8 @@ MAX_POINTS = 20_000
 HORIZON_KEYS = ("run.iterations", "algorithm.horizon")
 #: significant digits of the outlook's numbers
 DIGITS = 4
+#: how much the largest sigma / sensitivity must grow with the horizon to be shown
+NOTABLE_GROWTH = 2.0
 
 
 def release_points(T: int) -> np.ndarray:
@@ -122,28 +125,27 @@ def round_up(value: float, digits: int = DIGITS) -> float:
     return rounded
 
 
+def _with_epsilon(cfg, epsilon: float):
+    return dataclasses.replace(cfg, privacy=dataclasses.replace(cfg.privacy, epsilon=epsilon))
+
+
 def _multiplier(cfg, epsilon: float, n: int) -> float | None:
     """sigma / sensitivity of release ``n`` under ``cfg`` with budget ``epsilon`` (the
     method's own calibration); None where it cannot be calibrated."""
     from ..algorithms import ALGORITHMS
-    changed = dataclasses.replace(cfg, privacy=dataclasses.replace(cfg.privacy,
-                                                                   epsilon=epsilon))
     try:
         with np.errstate(over="ignore"):
-            schedule = ALGORITHMS[cfg.algorithm.name].noise_schedule(changed)
+            schedule = ALGORITHMS[cfg.algorithm.name].noise_schedule(_with_epsilon(cfg, epsilon))
             value = None if schedule is None else float(schedule.scale(n, 1.0))
     except (UserError, ArithmeticError, ValueError):
         return None
     return value if value is not None and math.isfinite(value) else None
 
 
-def epsilon_for(cfg, target: float, n: int) -> float | None:
-    """The smallest budget (to 1e-9 relative) whose release ``n`` under ``cfg`` has
-    sigma / sensitivity at most ``target``; None if none up to 1e300 has.
-
-    The noise falls as the budget grows, so a bracket by factors of 10 from
-    ``cfg.privacy.epsilon``, then bisection in log scale.
-    """
+def _bisect(cfg, target: float, n: int) -> float | None:
+    """The smallest budget (to 1e-9 relative) whose release ``n`` has sigma / sensitivity
+    at most ``target``: the noise falls as the budget grows, so a bracket by factors of 10
+    from ``cfg.privacy.epsilon``, then bisection in log scale. None if none up to 1e300."""
     def enough(epsilon: float) -> bool:
         value = _multiplier(cfg, epsilon, n)
         return value is not None and value <= target
@@ -165,44 +167,77 @@ def epsilon_for(cfg, target: float, n: int) -> float | None:
     return hi
 
 
+def epsilon_for(cfg, target: float, n: int | None = None) -> float | None:
+    """The smallest budget (to 1e-9 relative, rounded up to :data:`DIGITS` digits) whose
+    noise under ``cfg`` stays at or below ``target`` x the sensitivity on every release
+    1..T (:func:`release_points`); None if no budget up to 1e300 does.
+
+    The budget is bisected for one release (``n``, else the worst under ``cfg``); if
+    another release is then the worst and above ``target``, again for that one (a few
+    rounds at most: each only raises the budget).
+    """
+    from ..algorithms import ALGORITHMS
+    method = ALGORITHMS[cfg.algorithm.name]
+    T = calibration_horizon(cfg)
+    if n is None:
+        n, _ = worst_multiplier(method.noise_schedule(cfg), T)
+    budget = cfg
+    for _ in range(8):
+        found = _bisect(budget, target, n)
+        if found is None:
+            return None
+        found = round_up(found)
+        budget = _with_epsilon(cfg, found)
+        try:
+            with np.errstate(over="ignore"):
+                n, worst = worst_multiplier(method.noise_schedule(budget), T)
+        except (UserError, ArithmeticError, ValueError):
+            return None
+        if worst <= target * (1.0 + 1e-9):
+            return found
+    return None
+
+
 def _g(value: float) -> str:
     return f"{value:.{DIGITS}g}"
 
 
-def horizon_outlook(cfg, own) -> str | None:
+def horizon_outlook(cfg, own) -> list[str]:
     """The noise outlook of ``cfg`` against ``own`` (the same configuration before its
-    horizon was changed), or None when the horizons agree or there is no relative
-    schedule calibrated to a budget.
+    horizon was changed): two lines, or none when the horizons agree, when there is no
+    relative schedule calibrated to a budget, or when the noise grows by less than
+    :data:`NOTABLE_GROWTH` (largest sigma / sensitivity over the releases).
     """
     from ..algorithms import ALGORITHMS
     method = ALGORITHMS[cfg.algorithm.name]
     if not math.isfinite(cfg.privacy.epsilon):
-        return None
+        return []
     T, T0 = calibration_horizon(cfg), calibration_horizon(own)
     if T == T0:
-        return None
+        return []
     schedule, base = method.noise_schedule(cfg), method.noise_schedule(own)
     if schedule is None or base is None or not (schedule.relative and base.relative):
-        return None
+        return []
     n, ratio = worst_multiplier(schedule, T)
     _, ratio0 = worst_multiplier(base, T0)
-    text = (f"noise outlook: {cfg.algorithm.name} with privacy.epsilon = "
-            f"{cfg.privacy.epsilon:g} calibrates noise of {_g(ratio)} x the release's "
-            f"sensitivity over T = {T} releases (sigma / sensitivity, its largest, at n = "
-            f"{n}), against {_g(ratio0)} over the configuration's own T = {T0}")
-    found = epsilon_for(cfg, ratio0, n)
+    if math.isfinite(ratio) and ratio <= NOTABLE_GROWTH * ratio0:
+        return []
+    lines = [f"noise outlook: privacy.epsilon = {cfg.privacy.epsilon:g} over T = {T} "
+             f"releases forces sigma / sensitivity = {_g(ratio)} (largest, at n = {n}) "
+             f"against {_g(ratio0)} over the configuration's own T = {T0}"]
+    found = epsilon_for(cfg, ratio0)
     if found is None:
-        return (f"{text}; no privacy.epsilon up to 1e300 brings it back to {_g(ratio0)} "
-                f"over T = {T}: keep T = {T0}")
-    suggested = round_up(found)
-    text = (f"{text}; privacy.epsilon = {_g(suggested)} keeps it at {_g(ratio0)} or below "
-            f"over T = {T} (--set privacy.epsilon={_g(suggested)})")
+        lines.append(f"noise outlook: no privacy.epsilon up to 1e300 keeps {_g(ratio0)} "
+                     f"over T = {T} with {cfg.algorithm.name}")
+        return lines
+    text = (f"noise outlook: privacy.epsilon = {_g(found)} keeps {_g(ratio0)} over "
+            f"T = {T} ({cfg.algorithm.name}'s calibration): --set privacy.epsilon={_g(found)}")
     try:  # the method may refuse that budget for other reasons (the mechanism's range)
-        method.validate_config(dataclasses.replace(
-            cfg, privacy=dataclasses.replace(cfg.privacy, epsilon=float(_g(suggested)))))
+        method.validate_config(_with_epsilon(cfg, found))
     except UserError as err:
         text += f", but {cfg.algorithm.name} refuses it: {err.what}"
-    return text
+    lines.append(text)
+    return lines
 
 
 def prelaunch_notes(config: str | None, overrides: list[str], cfg,
@@ -219,7 +254,6 @@ def prelaunch_notes(config: str | None, overrides: list[str], cfg,
                                    if o.partition("=")[0].strip() not in HORIZON_KEYS])
         outlook = horizon_outlook(cfg, own)
     except UserError:  # the file's own horizon does not load: nothing to compare with
-        outlook = None
-    if outlook:
-        notes.append(f"mpi_privopt: note: {outlook}")
+        outlook = []
+    notes += [f"mpi_privopt: note: {line}" for line in outlook]
     return notes

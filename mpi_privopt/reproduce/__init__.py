@@ -86,7 +86,11 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
                 except subprocess.TimeoutExpired:
                     on_wait()
         except BaseException:  # Ctrl-C, or the callback failed: the job goes too
-            proc.kill()
+            proc.terminate()  # the launcher ends its ranks on SIGTERM
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
             raise
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
@@ -121,8 +125,10 @@ def launch(runs: list, out: Path, mpiexec: str, *, ranks: int, module: str, batc
             shutil.rmtree(run_dir(out, r))
     batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
     done, launched = len(runs) - len(todo), 0
-    # runs take different times, and a batch's first pays the job's start: settle 1 run
-    line = progress_line(PROGRESS["mode"], len(todo), "run", settle=1) if todo else None
+    # runs take different times, and a batch's first pays the job's start: settle 1 run;
+    # whole lines, also on a terminal (the batches' lines on stdout go between them)
+    line = (progress_line(PROGRESS["mode"], len(todo), "run", settle=1, in_place=False)
+            if todo else None)
     if line is not None:
         line.update(0)
     for b, batch in enumerate(batches, 1):
