@@ -1,5 +1,5 @@
 """Chen & Wang (2025), Section VI: LDP distributed stochastic aggregative optimisation on
-personalised learning (issue 12, part 6).
+personalised learning.
 
 ``python -m mpi_privopt reproduce chen2025 [--runs 5] [--dataset digits|colour-digits]
 [--iterations 1000] [--eval-every 20] [--out DIR]``
