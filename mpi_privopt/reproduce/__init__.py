@@ -35,8 +35,9 @@ log = functools.partial(print, flush=True)
 PROGRESS = {"mode": "auto"}
 #: the options :func:`run` takes for itself before the reproduction's own parser
 PROGRESS_FLAGS = {"--progress": "on", "--quiet": "off"}
-#: what every reproduction draws its figures with: the ``reproduce`` extra
-NEEDS = ("matplotlib",)
+#: the ``reproduce`` extra (module: package): the figures, and the data sets that ship
+#: in scikit-learn
+NEEDS = {"matplotlib": "matplotlib", "sklearn": "scikit-learn"}
 #: how to get :data:`NEEDS` (one line, as ``report --png`` says it for the plot extra)
 EXTRA_FIX = ("pip install 'mpi_privopt[reproduce]' (from a clone: ./launch/reproduce.sh "
              "{name} [options])")
@@ -208,8 +209,8 @@ class _Help(argparse.Action):
             ["reproductions (reproduce NAME --help for the options of each):"]
             + [textwrap.fill(f"  {n:<{width}}  {title(n)}", 88, subsequent_indent=indent)
                for n in names]
-            + ["", textwrap.fill(f"They need matplotlib: {EXTRA_FIX.format(name='NAME')}.",
-                                 88)])
+            + ["", textwrap.fill("They need matplotlib and scikit-learn: "
+                                 f"{EXTRA_FIX.format(name='NAME')}.", 88)])
         parser.print_help()
         parser.exit()
 
@@ -230,7 +231,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_extras(name: str) -> None:
     """Refuse, before any job runs, a reproduction whose figures could not be drawn."""
-    missing = [m for m in NEEDS if importlib.util.find_spec(m) is None]
+    missing = [package for module, package in NEEDS.items()
+               if importlib.util.find_spec(module) is None]
     if missing:
         raise ConfigError(f"reproduce {name} needs {' and '.join(missing)} (the reproduce "
                           "extra), which is not installed", EXTRA_FIX.format(name=name))

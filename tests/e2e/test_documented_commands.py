@@ -115,12 +115,15 @@ def shorten(cmd: str, tmp: Path, run_dir: Path) -> str:
 
 
 def launch_env(tmp: Path) -> dict[str, str]:
-    """The launch scripts' environment as a stand-in: ``bin/python`` is this interpreter,
-    and the record of extras lists all of them for the current pyproject.toml."""
+    """The launch scripts' environment as a stand-in: ``bin/python`` is this interpreter
+    (but refuses ``-m pip``), and the record of extras lists all of them for the current
+    pyproject.toml."""
     venv = tmp / "venv"
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.write_text(  # pip refused: nothing may be installed from here
+        '#!/bin/sh\nif [ "$1 $2" = "-m pip" ]; then echo "stand-in: no pip" >&2; exit 1; fi\n'
+        f'exec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
     pyproject = (REPO / "pyproject.toml").read_bytes()
     extras = tomllib.loads(pyproject.decode())["project"]["optional-dependencies"]
@@ -180,3 +183,23 @@ def test_documented_command_runs(where, cmd, workspace):
         f"{where}: {cmd}\nran as: {line}\nexit {proc.returncode}\n"
         f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_local_sh_reproduce_is_launch_reproduce_sh(workspace):
+    """``./launch/local.sh reproduce ...`` (README) runs launch/reproduce.sh, which asks
+    for the reproduce extra: with it missing from the record, that is the one install."""
+    tmp, _, env = workspace
+    proc = run_line(f"{REPO}/launch/local.sh reproduce --help", tmp, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "chen2025" in proc.stdout and "installing" not in proc.stdout
+    record = Path(env["MPI_PRIVOPT_VENV"]) / ".mpi_privopt-extras"
+    kept = record.read_text()
+    try:  # without the reproduce extra in the record it is installed first (here the
+        # stand-in's pip refuses: one message, exit 2, and nothing else runs)
+        record.write_text(kept.replace("\nreproduce\n", "\n"))
+        proc = run_line(f"{REPO}/launch/local.sh reproduce --help", tmp, env)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "(new: reproduce)" in proc.stdout and "chen2025" not in proc.stdout
+        assert "stand-in: no pip" in proc.stderr
+    finally:
+        record.write_text(kept)

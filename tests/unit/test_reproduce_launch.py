@@ -44,7 +44,7 @@ def test_a_missing_extra_stops_the_reproduction_before_any_job(monkeypatch, caps
         cli.main(["reproduce", "gade2017", "--quick", "--out", "/nonexistent/x"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "Traceback" not in err
-    assert "reproduce gade2017 needs matplotlib" in err
+    assert "reproduce gade2017 needs matplotlib (the reproduce extra)" in err
     assert "pip install 'mpi_privopt[reproduce]'" in err and "./launch/reproduce.sh" in err
 
 
@@ -58,3 +58,4 @@ def test_reproduce_help_lists_every_reproduction_and_the_progress_flags(capsys):
     assert stop.value.code == 0 and "chen2025" in available()
     assert all(f"\n  {name} " in out for name in available())
     assert "--progress" in out and "--quiet" in out
+
