@@ -16,6 +16,8 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -98,7 +100,8 @@ def shorten(cmd: str, tmp: Path, run_dir: Path) -> str:
         if words[at + 1] == "-n":
             words[at + 2] = str(min(int(words[at + 2]), RANKS))
             words[at + 3:at + 3] = launcher_flags()
-    words = ["RANKS=%d" % RANKS, *words] if words[0] == "./launch/local.sh" else words
+    if "./launch/local.sh" in words:  # its RANKS (default 8), at most RANKS
+        words = [f"RANKS={RANKS}", *(w for w in words if not w.startswith("RANKS="))]
     words = [str(run_dir) if w == "RUN_DIR" else w for w in words]
     words = ["chen2025" if w == "NAME" else w for w in words]
     if (("mpi_privopt" in words and "run" in words or "./launch/local.sh" in words)
@@ -152,9 +155,8 @@ def workspace(tmp_path_factory):
     return tmp, run_dir, launch_env(tmp)
 
 
-def run_line(line: str, cwd: Path, env: dict):
-    import subprocess
-
+def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """``line`` run by bash in ``cwd``, in a clean child environment with ``env`` on top."""
     return subprocess.run(["bash", "-c", line], capture_output=True, text=True,
                           timeout=TIMEOUT, cwd=cwd, env=child_env(env))
 
@@ -174,7 +176,6 @@ def test_documented_command_runs(where, cmd, workspace):
     tmp, run_dir, env = workspace
     out = tmp / "run-out"
     if out.exists():  # each run command writes its own run directory
-        import shutil
         shutil.rmtree(out)
     line = shorten(cmd, tmp, run_dir)
     proc = run_line(line, tmp, env)
