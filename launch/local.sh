@@ -2,8 +2,11 @@
 # Run an experiment on this machine: 8 ranks of the default experiment unless told otherwise.
 #   ./launch/local.sh                                  # default experiment, 8 ranks
 #   RANKS=4 ./launch/local.sh dgd-ridge --set run.iterations=500
+#   ./launch/local.sh reproduce gade2017 --quick      # = ./launch/reproduce.sh gade2017 --quick
 # Everything after the script name is passed to `mpi_privopt run`.
 set -euo pipefail
+# a reproduction needs the reproduce extra and starts mpiexec itself
+if [ "${1:-}" = reproduce ]; then shift; exec "$(dirname "$0")/reproduce.sh" "$@"; fi
 EXTRAS=${EXTRAS:-mpich}
 source "$(dirname "$0")/_env.sh"
 source "$here/launch/_mpi.sh"

@@ -198,7 +198,8 @@ def cmd_audit(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from .reproduce import run as reproduce_run
-    return reproduce_run(args.name, args.options)
+    flags = ["--quiet"] * args.quiet + ["--progress"] * args.progress  # given before NAME
+    return reproduce_run(args.name, flags + args.options)
 
 
 #: bench's --help: what it does and how long the defaults take (measured once: docs/usage.md)
@@ -273,10 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_arguments(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (gade2017 and gauthier2024 launch mpiexec)")
-    p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")
-    p.add_argument("options", nargs=argparse.REMAINDER,
-                   help="options of that reproduction (see reproduce NAME --help)")
+    p = sub.add_parser("reproduce", add_help=False,
+                       help="reproduce a paper's experiments (reproduce --help lists them)",
+                       description="Reproduce a paper's experiments: figures (PNG) with the "
+                                   "CSV behind each; most launch mpiexec themselves.")
+    from .reproduce import add_arguments as add_reproduce_arguments
+    add_reproduce_arguments(p)
     p.set_defaults(func=cmd_reproduce)
     return parser
 

@@ -8,6 +8,7 @@ import argparse
 
 from ..errors import ConfigError
 from ..progress import add_progress_arguments, progress_mode
+from .verdict import EXIT_STATUS, FAIL, INCONCLUSIVE, PASS
 
 
 def _link(text: str) -> tuple[int, int]:
@@ -18,8 +19,21 @@ def _link(text: str) -> tuple[int, int]:
     return i, j
 
 
+#: what ``audit --help`` says last: the verdicts and their exit statuses (.verdict)
+EPILOG = f"""verdict (the last line printed) and exit status:
+  PASS          {EXIT_STATUS[PASS]}  nothing flagged, and the bound could have exceeded the ledger's
+  FAIL          {EXIT_STATUS[FAIL]}  a check flagged something (the bound above the ledger's, a noise
+                   test, a shift above the booked sensitivity): a finding
+  INCONCLUSIVE  {EXIT_STATUS[INCONCLUSIVE]}  nothing flagged, but the audit could not have failed: even with
+                   every trial (or guess) right its bound is not above the ledger's
+  bad input     2  one message, nothing run
+docs/privacy-audit.md explains each mode and its bounds."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The audit command's options (cli.py adds the config arguments)."""
+    """The audit command's options (cli.py adds the config arguments) and its epilog."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--link", type=_link, default=None, metavar="I,J",
                        help="audit agent I's releases on the link to J (default: the "
@@ -79,8 +93,18 @@ def main(args, cfg) -> int:
     if report is not None:
         print(format_report(report))
         print(f"audit.json in {report['run_dir']}")
-    passed = comm.bcast(report["passed"] if report is not None else None)
-    return 0 if passed else 1
+    return _leave(comm.bcast(report["verdict"] if report is not None else None))
+
+
+def _leave(verdict: str) -> int:
+    """The verdict's exit status (:data:`~.verdict.EXIT_STATUS`); every rank knows the
+    verdict, so a non-zero status ends the job cleanly, with no MPI_Abort banner."""
+    from ..entrypoint import leave_together
+
+    status = EXIT_STATUS[verdict]
+    if status:
+        leave_together(status)
+    return status
 
 
 def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
@@ -125,5 +149,4 @@ def _one_run(cfg, target: int, receiver: int | None, args, comm) -> int:
     if report is not None:
         print(format_one_run(report))
         print(f"one-run-audit.json in {report['run_dir']}")
-    passed = comm.bcast(report["passed"] if report is not None else None)
-    return 0 if passed else 1
+    return _leave(comm.bcast(report["verdict"] if report is not None else None))

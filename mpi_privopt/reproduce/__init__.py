@@ -6,15 +6,19 @@ mpiexec, and writes figures (PNG) with the CSV behind each one.
 """
 from __future__ import annotations
 
+import argparse
+import ast
 import csv
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -36,6 +40,12 @@ PROGRESS = {"mode": "auto"}
 PROGRESS_FLAGS = {"--progress": "on", "--quiet": "off"}
 #: seconds between two looks at a running batch's finished runs
 POLL_SECONDS = 1.0
+#: the ``reproduce`` extra (module: package): the figures, and the data sets that ship
+#: in scikit-learn
+NEEDS = {"matplotlib": "matplotlib", "sklearn": "scikit-learn"}
+#: how to get :data:`NEEDS` (one line, as ``report --png`` says it for the plot extra)
+EXTRA_FIX = ("pip install 'mpi_privopt[reproduce]' (from a clone: ./launch/reproduce.sh "
+             "{name} [options])")
 
 
 class BatchFailed(ConfigError):
@@ -94,9 +104,11 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
             raise
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
+        end = stderr[-4000:].rstrip()
         raise BatchFailed(f"mpiexec failed (exit {proc.returncode}) on a batch of "
-                          f"{len(items)} runs of {module}; the end of its output:\n"
-                          f"{stderr[-4000:].rstrip()}",
+                          f"{len(items)} runs of {module}; "
+                          + (f"the end of its output:\n{end}" if end else
+                             "it printed nothing on stderr"),
                           "the output above names the failing run; runs already finished "
                           "are kept and reused when the command is repeated")
     return time.perf_counter() - tick
@@ -208,11 +220,67 @@ def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
+def title(name: str) -> str:
+    """The first paragraph of reproduction ``name``'s module docstring, read from its file
+    without importing it (``reproduce --help`` works without the reproduce extra)."""
+    path = Path(__file__).with_name(f"{name}.py")
+    doc = ast.get_docstring(ast.parse(path.read_text())) or name
+    first = " ".join(doc.split("\n\n")[0].split())
+    return first.removeprefix("Reproduction of ").rstrip(".")
+
+
+class _Help(argparse.Action):
+    """``reproduce --help``: the options, then every reproduction (from :func:`available`,
+    so the list cannot drift from what is shipped)."""
+
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show this help, with every reproduction, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        names = available()
+        width = max(map(len, names), default=0)
+        indent = " " * (width + 4)
+        parser.epilog = "\n".join(
+            ["reproductions (reproduce NAME --help for the options of each):"]
+            + [textwrap.fill(f"  {n:<{width}}  {title(n)}", 88, subsequent_indent=indent)
+               for n in names]
+            + ["", textwrap.fill("They need matplotlib and scikit-learn: "
+                                 f"{EXTRA_FIX.format(name='NAME')}.", 88)])
+        parser.print_help()
+        parser.exit()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``reproduce`` command's own arguments (cli.py); the rest go to the reproduction."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("-h", "--help", action=_Help)
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress line over the runs on stderr even when it "
+                             "is not a terminal (also accepted among the options)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line (also accepted among the options)")
+    parser.add_argument("name", help="the reproduction (listed below)")
+    parser.add_argument("options", nargs=argparse.REMAINDER,
+                        help="options of that reproduction (see reproduce NAME --help)")
+
+
+def check_extras(name: str) -> None:
+    """Refuse, before any job runs, a reproduction whose figures could not be drawn."""
+    missing = [package for module, package in NEEDS.items()
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ConfigError(f"reproduce {name} needs {' and '.join(missing)} (the reproduce "
+                          "extra), which is not installed", EXTRA_FIX.format(name=name))
+
+
 def run(name: str, argv: list[str]) -> int:
     """Run the reproduction ``name`` with its command-line options ``argv``."""
     if name not in available():
         raise ConfigError(f"no reproduction named {name!r}",
                           f"available: {', '.join(available()) or 'none yet'}")
+    if not {"-h", "--help"} & set(argv):
+        check_extras(name)
     module = importlib.import_module(f"{__name__}.{name}")
     # --quiet / --progress: the progress line over the runs (every reproduction alike)
     modes = [PROGRESS_FLAGS[a] for a in argv if a in PROGRESS_FLAGS]
