@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import display
 from .errors import ConfigError
 from .results import read_metrics
 from .summary import RunSummary
@@ -82,8 +83,8 @@ def incomplete_text(run: dict) -> str:
             eps = HeadlineAccountant.from_dict(record["total"]).epsilon(record["delta"])["best"]
             sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
             lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
-                         f"{_eps(eps)} at delta {record['delta']:g} (budget "
-                         f"{_eps(record['budget'])}){sent}")
+                         f"{display.loss(eps)} at delta {record['delta']:g} (budget "
+                         f"{display.exact(record['budget'])}){sent}")
         unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
         if unknown:
             lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
@@ -97,7 +98,7 @@ def incomplete_text(run: dict) -> str:
     curve = _curve_column(m)
     if curve is not None and len(m["iteration"]):
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
-                     f"{m[curve][-1]:.2e}")
+                     f"{display.number(m[curve][-1])}")
     return "\n".join(lines)
 
 
@@ -111,7 +112,7 @@ def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> li
     return [f"failed run {path}: status failed (it ended without its summary: a rank was "
             f"killed, or the job was); {measured}",
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
-            f"link epsilon {_eps(privacy['worst_link_epsilon'])} at delta "
+            f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
             f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
             f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
             f"continue with: {resume_command(path, info['ranks'])}"]
@@ -161,9 +162,11 @@ def _hosts_text(run: dict) -> list[str]:
 
 
 def _eps(value: float) -> str:
+    """A matrix cell's privacy loss: 3 significant digits (the cells are narrow), rounded
+    up like every loss shown (display.loss); ``.`` for no link."""
     if np.isnan(value):
         return "."
-    return "inf" if math.isinf(value) else f"{value:.3g}"
+    return display.loss(value, 3)
 
 
 def _curve_column(metrics: dict) -> str | None:
@@ -193,7 +196,7 @@ def text_report(run: dict) -> str:
         marks = sorted({0, len(m["iteration"]) // 4, len(m["iteration"]) // 2,
                         3 * len(m["iteration"]) // 4, len(m["iteration"]) - 1})
         lines.append(f"accuracy curve ({curve}): " + ", ".join(
-            f"iter {int(m['iteration'][i])}: {m[curve][i]:.2e}" for i in marks))
+            f"iter {int(m['iteration'][i])}: {display.number(m[curve][i])}" for i in marks))
     K = run["bytes"].shape[0]
     link_bytes = run["bytes"][run["bytes"] > 0]
     lines.append(f"\nbytes per link (row = sender, column = receiver): total "
@@ -205,12 +208,16 @@ def text_report(run: dict) -> str:
                               run["cross_host"] & (run["bytes"] > 0) if several else None)
     lines += _hosts_text(run)
     eps = run["epsilon"]
-    finite = eps[~np.isnan(eps)]
     p = run["privacy"]
-    lines.append(f"\nprivacy loss per link: epsilon at delta {p['delta']:g} "
-                 f"(best valid conversion per link, {p['noise']} noise; row = protected "
+    measure = f"epsilon at delta {p['delta']:g} (best valid conversion per link"
+    if _pure_headline(run):
+        # the run's own headline is pure epsilon at delta = 0 (summary); say the same here
+        eps = np.where(np.isinf(eps), eps, _matrix(p["links"]["epsilon_pure"]))
+        measure = "pure epsilon at delta 0 (local DP: the run's headline"
+    finite = eps[~np.isnan(eps)]
+    lines.append(f"\nprivacy loss per link: {measure}, {p['noise']} noise; row = protected "
                  f"agent, column = observer; . = no link): worst "
-                 f"{_eps(finite.max()) if finite.size else '-'}")
+                 f"{display.loss(finite.max()) if finite.size else '-'}")
     if K <= SHOW_FULL:
         lines += _matrix_text(eps, _eps)
     observers = p.get("observers")
@@ -221,11 +228,23 @@ def text_report(run: dict) -> str:
     return "\n".join(lines)
 
 
+def _matrix(rows: list[list[float | None]]) -> np.ndarray:
+    """A privacy.json link matrix as floats, NaN where there is no link."""
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+
+def _pure_headline(run: dict) -> bool:
+    """Whether the run's headline is pure epsilon at delta = 0 (a local-DP method), as its
+    summary says, and privacy.json has the pure matrix to show."""
+    return (run["summary"].privacy_delta == 0
+            and "epsilon_pure" in run["privacy"]["links"])
+
+
 def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     """A token method's observer matrix: what each observer learned of each agent's data."""
     worst = observers["worst"]
     where = ("" if worst is None else
-             f": worst {_eps(worst['epsilon'])} (observer {worst['observer']}, agent "
+             f": worst {display.loss(worst['epsilon'])} (observer {worst['observer']}, agent "
              f"{worst['owner']}'s worst record)")
     lines = [f"\nobserver matrix: epsilon at delta {delta:g} of the worst single record "
              f"(row = observer, column = owner; . = saw nothing of it){where}"]

@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from .. import display
 from ..algorithms.aggregative_parts import RobustTracking
 from ..errors import ConfigError
 from ..privacy.ldp_budget import BLOCKS
@@ -275,9 +276,11 @@ def format_pure_report(report: dict) -> str:
         f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
         f"{report['releases']} messages, {report['trials']} trials, seed {report['seed']}, "
         f"{report['noise_mode']} noise)",
-        f"  ledger epsilon      {report['ledger_epsilon']:.4f}   (pure, delta = 0; the "
-        f"trials booked {report['booked_epsilon']:.4f})",
-        f"  audited epsilon >=  {b['eps_lower']:.4f}   (gap ratio {report['gap_ratio']:.3f}; "
+        # the ledger's losses rounded up, the audit's lower bound down: both claims hold
+        f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   (pure, delta = 0; "
+        f"the trials booked {display.loss(report['booked_epsilon'])})",
+        f"  audited epsilon >=  {display.lower_bound(b['eps_lower']):<6}   "
+        f"(gap ratio {report['gap_ratio']:.3f}; "
         f"threshold {b['threshold']:.4g}, FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR "
         f"{b['fnr']:.4f} <= {b['fnr_upper']:.4f} on {b['negatives'] + b['positives']} held-out "
         f"trials, Clopper-Pearson at {b['confidence']:g})",
@@ -296,7 +299,7 @@ def format_pure_report(report: dict) -> str:
             f"the {needed} a test that never errs needs" if needed is not None else
             "any audit can run") + " to reach half the ledger's epsilon")
     lines += [
-        f"  time                {report['seconds']:.2f} s",
+        f"  time                {display.duration(report['seconds'])}",
         "verdict: PASS" if report["passed"] else
         "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in report["flags"]),
     ]

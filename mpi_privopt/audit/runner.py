@@ -32,6 +32,7 @@ from time import perf_counter
 
 from mpi4py import MPI
 
+from .. import display
 from ..algorithms import ALGORITHMS
 from ..collective import agree
 from ..config import Config
@@ -324,13 +325,17 @@ def format_report(report: dict) -> str:
         f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
         f"{report['releases']} releases, {report['trials']} trials, seed {report['seed']}, "
         f"{report['noise_mode']} noise)",
-        f"  ledger mu           {report['ledger_mu']:.4f}   (sqrt(2 rho) = "
-        f"{report['ledger_mu_from_rho']:.4f}; epsilon {report['ledger_epsilon']:.4g} at "
+        # the ledger's losses rounded up, the audit's lower bounds down: both claims hold
+        f"  ledger mu           {display.loss(report['ledger_mu']):<6}   (sqrt(2 rho) = "
+        f"{display.loss(report['ledger_mu_from_rho'])}; epsilon "
+        f"{display.loss(report['ledger_epsilon'])} at "
         f"delta {report['delta']:g})",
-        f"  audited mu >=       {b['mu_lower']:.4f}   (gap ratio {report['gap_ratio']:.3f}; "
+        f"  audited mu >=       {display.lower_bound(b['mu_lower']):<6}   "
+        f"(gap ratio {report['gap_ratio']:.3f}; "
         f"FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR {b['fnr']:.4f} <= "
         f"{b['fnr_upper']:.4f}, Clopper-Pearson at {b['confidence']:g})",
-        f"  epsilon >=          {b['eps_lower']:.4f}   at delta {b['delta']:g} (reported, "
+        f"  epsilon >=          {display.lower_bound(b['eps_lower']):<6}   at delta "
+        f"{b['delta']:g} (reported, "
         f"not asserted: far below the ledger's at feasible trial counts)",
         f"  realised shift mu   {report['shift_mu']:.4f}   (largest shift / booked "
         f"sensitivity {report['worst_shift_ratio']:.4f})",
@@ -354,7 +359,7 @@ def format_report(report: dict) -> str:
     if not report["trials_enough"]:
         lines.append(f"  note: --force with fewer trials than the "
                      f"{report['trials_needed']} needed to reach half the ledger's mu")
-    lines.append(f"  time                {report['seconds']:.2f} s")
+    lines.append(f"  time                {display.duration(report['seconds'])}")
     lines.append("verdict: PASS" if report["passed"] else
                  "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in report["flags"]))
     return "\n".join(lines)

@@ -326,7 +326,7 @@ def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
     proc = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                       "--observers", "1,2")
     assert proc.returncode == 0, proc.stderr
-    assert "observers [2] received no message carrying agent 0's data" in proc.stdout
+    assert "observer 2 received no message carrying agent 0's data" in proc.stdout
     alone = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                        "--observers", "1")
     assert "received no message" not in alone.stdout
