@@ -207,16 +207,13 @@ def text_report(run: dict) -> str:
         lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}",
                               run["cross_host"] & (run["bytes"] > 0) if several else None)
     lines += _hosts_text(run)
-    eps = run["epsilon"]
     p = run["privacy"]
-    measure = f"epsilon at delta {p['delta']:g} (best valid conversion per link"
-    if _pure_headline(run):
-        # the run's own headline is pure epsilon at delta = 0 (summary); say the same here
-        eps = np.where(np.isinf(eps), eps, _matrix(p["links"]["epsilon_pure"]))
-        measure = "pure epsilon at delta 0 (local DP: the run's headline"
+    eps, measure = _headline_links(run)
+    how = ("local DP: the run's headline" if _pure_headline(run)
+           else "best valid conversion per link")
     finite = eps[~np.isnan(eps)]
-    lines.append(f"\nprivacy loss per link: {measure}, {p['noise']} noise; row = protected "
-                 f"agent, column = observer; . = no link): worst "
+    lines.append(f"\nprivacy loss per link: {measure} ({how}, {p['noise']} noise; row = "
+                 f"protected agent, column = observer; . = no link): worst "
                  f"{display.loss(finite.max()) if finite.size else '-'}")
     if K <= SHOW_FULL:
         lines += _matrix_text(eps, _eps)
@@ -231,6 +228,19 @@ def text_report(run: dict) -> str:
 def _matrix(rows: list[list[float | None]]) -> np.ndarray:
     """A privacy.json link matrix as floats, NaN where there is no link."""
     return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+
+def _headline_links(run: dict) -> tuple[np.ndarray, str]:
+    """The per-link losses in the measure of the run's own headline, and that measure's name.
+
+    A local-DP method's headline is pure epsilon at delta = 0 (its summary), so its matrix
+    is the pure one; any other run's is the best valid conversion at ``privacy.delta``.
+    """
+    eps = run["epsilon"]
+    if _pure_headline(run):
+        pure = _matrix(run["privacy"]["links"]["epsilon_pure"])
+        return np.where(np.isinf(eps), eps, pure), "pure epsilon at delta 0"
+    return eps, f"epsilon at delta {run['privacy']['delta']:g}"
 
 
 def _pure_headline(run: dict) -> bool:
@@ -289,7 +299,7 @@ def report_figure(run: dict):
     axes = fig.subplots(1, 3)
     _curve_panel(axes[0], run["metrics"])
     _bytes_panel(fig, axes[1], run["bytes"])
-    _privacy_panel(fig, axes[2], run["epsilon"], run["privacy"])
+    _privacy_panel(fig, axes[2], *_headline_links(run), run["privacy"])
     summary = run["summary"]
     fig.suptitle(f"{summary.algorithm} on {summary.problem}, {summary.ranks} agents")
     fig.tight_layout()
@@ -322,16 +332,16 @@ def _bytes_panel(fig, ax, matrix: np.ndarray) -> None:
                   lambda v: _short_bytes(v))
 
 
-def _privacy_panel(fig, ax, eps: np.ndarray, privacy: dict) -> None:
+def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> None:
     unbounded = np.isinf(eps)
     shown = np.where(unbounded, np.nan, eps)
     finite = shown[np.isfinite(shown)]
     budgets = {a.get("budget") for a in privacy.get("agents", [])}
     budget = budgets.pop() if len(budgets) == 1 else None
     budget = budget if budget is not None and math.isfinite(budget) else None
-    title = f"privacy loss per link (epsilon at delta {privacy['delta']:g})"
+    title = f"privacy loss per link ({measure})"  # the run's headline measure
     if finite.size and finite.min() == finite.max():
-        title += f"\nevery private link: {finite.min():.3g}"
+        title += f"\nevery private link: {_eps(finite.min())}"  # rounded up
         if budget is not None:
             title += f", budget {budget:g}"
     bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent", _eps,

@@ -2,6 +2,7 @@
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from mpi_privopt.report import text_report
 
@@ -36,3 +37,15 @@ def test_an_approximate_dp_run_shows_its_conversion_at_its_delta():
     assert "epsilon at delta 1e-05 (best valid conversion per link" in text
     assert "worst 8.556" in text and " 8.56 " in text  # cells: 3 digits, rounded up too
     assert "pure epsilon" not in text
+
+
+def test_the_png_titles_the_privacy_panel_with_the_runs_headline_measure():
+    pytest.importorskip("matplotlib")
+    from mpi_privopt.report import report_figure
+    pure = report_figure(_run(0.0, best=900.0, pure=1083.8148260893445)).axes[2]
+    # every link has the same loss: the title says it (rounded up), the cells too
+    assert pure.get_title() == ("privacy loss per link (pure epsilon at delta 0)\n"
+                                "every private link: 1.09e+03")
+    assert "1.09e+03" in [t.get_text() for t in pure.texts]
+    gaussian = report_figure(_run(1e-5, best=8.5552, pure=None)).axes[2].get_title()
+    assert gaussian.startswith("privacy loss per link (epsilon at delta 1e-05)")
