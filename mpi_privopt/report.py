@@ -246,8 +246,8 @@ def _headline_links(run: dict) -> tuple[np.ndarray, str]:
 def _pure_headline(run: dict) -> bool:
     """Whether the run's headline is pure epsilon at delta = 0 (a local-DP method), as its
     summary says, and privacy.json has the pure matrix to show."""
-    return (run["summary"].privacy_delta == 0
-            and "epsilon_pure" in run["privacy"]["links"])
+    return ("epsilon_pure" in run["privacy"].get("links", {})
+            and run["summary"].privacy_delta == 0)
 
 
 def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
