@@ -207,7 +207,8 @@ def format_one_run(report: dict) -> str:
     i, j = report["link"]
     verdict = ("verdict: PASS" if report["passed"] else
                f"verdict: FAIL\n  - epsilon lower bound "
-               f"{display.lower_bound(report['epsilon_lower'])} > ledger epsilon {display.loss(report['ledger_epsilon'])} on link {i}->{j}")
+               f"{display.lower_bound(report['epsilon_lower'])} > ledger epsilon "
+               f"{display.loss(report['ledger_epsilon'])} on link {i}->{j}")
     return "\n".join([
         f"one-run audit of {report['algorithm']} on link {i}->{j} ({report['canaries']} "
         f"canaries in {report['features']} features, {report['releases']} releases)",
