@@ -275,6 +275,10 @@ def test_privacy_commands(capsys):
     result = json.loads(proc.stdout)
     assert result["exact"] == pytest.approx(91.8172896247, rel=1e-9)
     assert result["exact"] <= result["tight"] <= result["standard"]
+    # the table is for a person (4 digits, losses rounded up); --json keeps every digit
+    text = single("privacy", "epsilon", "--sigma", "1", "--rounds", "100", "--delta", "1e-5")
+    assert "total zCDP rho = 50\n" in text.stdout and "  exact     91.82 " in text.stdout
+    assert "91.817" not in text.stdout
     proc = single("privacy", "calibrate", "--epsilon", "1", "--delta", "1e-5", "--rounds", "200",
                   "--schedule", "geometric", "--tau", "0.99", "--conversion", "standard",
                   "--json")
