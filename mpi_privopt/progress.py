@@ -15,6 +15,8 @@ import sys
 from time import perf_counter
 from typing import TextIO
 
+from . import display
+
 #: the values of ``run.progress``
 PROGRESS_MODES = ("auto", "on", "off")
 
@@ -66,7 +68,7 @@ class Progress:
         if 0 < done < self.total:
             parts.append(f"remaining ~{_seconds(elapsed / done * (self.total - done))}")
         if epsilon is not None:
-            parts.append(f"epsilon {epsilon:.4g} (worst link)")
+            parts.append(f"epsilon {display.loss(epsilon)} (worst link)")  # rounded up
         return "  ".join(parts)
 
     def update(self, done: int, epsilon: float | None = None) -> None:

@@ -237,8 +237,8 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
     bound = stats.pure_split_audit(h["statistic"], h["positive"], confidence)
     flags = []
     if bound["eps_lower"] > ledger_eps:
-        flags.append(f"epsilon: lower bound {bound['eps_lower']:.4g} > ledger epsilon "
-                     f"{ledger_eps:.4g} on link {target}->{receiver}")
+        flags.append(f"epsilon: lower bound {display.lower_bound(bound['eps_lower'])} > "
+                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}")
     if h["worst_shift_ratio"] > 1.0 + SHIFT_TOLERANCE:
         worst = max(h["block_shift_ratio"], key=h["block_shift_ratio"].get)
         flags.append(f"sensitivity: the canary moves block {worst} by "

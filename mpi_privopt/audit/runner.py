@@ -274,8 +274,8 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
     bound = stats.midpoint_audit(h["statistic"], h["positive"], confidence, delta)
     flags = []
     if bound["mu_lower"] > ledger_mu:
-        flags.append(f"mu: lower bound {bound['mu_lower']:.4g} > ledger mu {ledger_mu:.4g} "
-                     f"on link {target}->{receiver}")
+        flags.append(f"mu: lower bound {display.lower_bound(bound['mu_lower'])} > ledger mu "
+                     f"{display.loss(ledger_mu)} on link {target}->{receiver}")
     trial_tests = _noise_tests(h["noise"])
     flags += [f"trial-{name}: p = {trial_tests[name]['p_value']:.3g}"
               for name in _flagged(trial_tests)]
