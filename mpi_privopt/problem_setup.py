@@ -33,10 +33,10 @@ from .problems import aggregative
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
-from .problems.polynomial_presets import POLYNOMIAL
 from .problems.polynomial_problem import polynomial_objective, polynomial_reference
 from .problems.records import Records, pooled_problem
 from .problems.reference import solve_reference
+from .problems.registry import AGGREGATIVE_PROBLEMS, POLYNOMIAL, is_aggregative
 from .problems.sampling import sampling_rng
 
 
@@ -71,7 +71,7 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     a :class:`~mpi_privopt.problems.records.Records`.
     """
     rank = comm.Get_rank()
-    if aggregative.is_aggregative(cfg.name):
+    if is_aggregative(cfg.name):
         return _aggregative_setup(cfg, comm, seed, evaluate)
     if cfg.name == POLYNOMIAL:
         local = agree(comm, lambda: polynomial_objective(cfg, seed, rank))
@@ -98,7 +98,7 @@ def _aggregative_setup(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     """An aggregative problem: each agent builds its own objective (its own data and
     sampling stream); in simulation, every agent's reference share reaches every agent."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
-    build = aggregative.AGGREGATIVE_PROBLEMS[cfg.name]
+    build = AGGREGATIVE_PROBLEMS[cfg.name]
     local = agree(comm, lambda: build(cfg.options, rank, n_agents, seed))
     if evaluate == REFERENCE:
         shares = comm.allgather(aggregative.reference_share(local))

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from .reference import ReferenceSolution
+from .reference_solution import ReferenceSolution
 from .metrics import LOCAL, REFERENCE, AgentMetrics, Evaluator, Metric, REDUCTIONS
 from .sampling import sampling_rng
 

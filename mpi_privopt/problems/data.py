@@ -12,7 +12,8 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError, DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss
-from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, preset_dimension
+from mpi_privopt.problems.polynomial_presets import preset_dimension
+from mpi_privopt.problems.registry import POLYNOMIAL
 from mpi_privopt.problems.datafiles import (
     Table,
     check_finite,

@@ -15,7 +15,7 @@ from .global_problem import sum_of_local_values
 from .metrics import LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric
 from .polynomial import Polynomial
 from .polynomial_presets import preset_polynomial
-from .reference import ReferenceSolution
+from .reference_solution import ReferenceSolution
 
 __all__ = ["PolynomialObjective", "PolynomialSum", "minimize_separable",
            "polynomial_objective", "polynomial_reference"]

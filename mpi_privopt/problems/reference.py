@@ -28,41 +28,15 @@ data has no minimiser: the result is then a point of tiny F with ``converged=Fal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.reference_solution import ReferenceSolution
 
-__all__ = ["ReferenceSolution", "solve_reference", "REFERENCE_METHODS"]
+__all__ = ["solve_reference", "REFERENCE_METHODS"]
 
 REFERENCE_METHODS = ("auto", "closed-form", "newton", "lp", "smoothing")
-
-
-@dataclass(frozen=True)
-class ReferenceSolution:
-    """The centralised optimum.
-
-    Attributes
-    ----------
-    w : ndarray, shape (P,)
-    value : float
-        ``F(w)``.
-    method : str
-        Which solver produced it (see the module table).
-    converged : bool
-        Whether optimality was certified to the requested tolerance.
-    residual : float
-        Optimality residual: inf-norm of the minimum-norm subgradient (smooth losses)
-        or of the KKT stationarity of the certificate (piecewise linear; nan if none).
-    """
-
-    w: np.ndarray
-    value: float
-    method: str
-    converged: bool
-    residual: float = math.nan
 
 
 def _auto_method(problem: GlobalProblem) -> str:
