@@ -35,7 +35,7 @@ from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
 from .problems.polynomial_problem import polynomial_objective, polynomial_reference
 from .problems.records import Records, pooled_problem
-from .problems.reference import solve_reference
+from .problems.reference.solver import solve_reference
 from .problems.registry import AGGREGATIVE_PROBLEMS, POLYNOMIAL, is_aggregative
 from .problems.sampling import sampling_rng
 

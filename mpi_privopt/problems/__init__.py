@@ -40,8 +40,8 @@ from mpi_privopt.problems.data import load_agent_data
 from mpi_privopt.problems.global_problem import GlobalProblem
 from mpi_privopt.problems.local import LocalProblem, make_local_problem
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
-from mpi_privopt.problems.reference import solve_reference
-from mpi_privopt.problems.reference_solution import ReferenceSolution
+from mpi_privopt.problems.reference.solver import solve_reference
+from mpi_privopt.problems.reference.solution import ReferenceSolution
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
 from mpi_privopt.problems.metrics import EVALUATE_MODES, Evaluator
 from mpi_privopt.problems.sampling import MinibatchSampler, sampling_rng

@@ -25,7 +25,7 @@ Members with a default (not required of an implementation; callers use
 ``use_reference(shares)``
     Every agent's share, in agent order; the problem computes its reference (e.g. the
     closed-form x*) for its evaluator, and may keep it as ``reference`` (a
-    :class:`~mpi_privopt.problems.reference.ReferenceSolution`, stored in models.npz).
+    :class:`~mpi_privopt.problems.reference.solution.ReferenceSolution`, stored in models.npz).
 ``record_trackers(x_i, ytilde, ztilde)``
     Called by the method after each update with the point x_i^t its estimates were made
     at and its estimates of g(x^t) and (1/m) sum_j grad_y f_j (for the evaluator's
@@ -45,7 +45,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .metrics import Evaluator
+from mpi_privopt.problems.metrics import Evaluator
 
 __all__ = ["AggregativeObjective", "AggregativeBuilder", "reference_share", "use_reference"]
 

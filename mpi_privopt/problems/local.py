@@ -180,7 +180,7 @@ class LocalProblem:
         """The metrics of this consensus problem in evaluation mode ``mode``.
 
         ``reference``: error, objective gap and consensus gap to ``reference`` (a
-        :class:`~mpi_privopt.problems.reference.ReferenceSolution`). ``local``: objective
+        :class:`~mpi_privopt.problems.reference.solution.ReferenceSolution`). ``local``: objective
         sum_k f_k(w_k), mean training loss, and mean training accuracy for classification.
         ``none``: None (nothing is measured).
         """

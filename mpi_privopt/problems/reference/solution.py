@@ -2,7 +2,7 @@
 
 A leaf module (numpy only): the problems that compute their own reference in closed form
 (the aggregative quadratic, the polynomial sum) return one without importing the solvers
-of :mod:`mpi_privopt.problems.reference`, and so without the consensus problem they solve.
+of :mod:`mpi_privopt.problems.reference.solver`, and so without the consensus problem they solve.
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.global_problem import GlobalProblem
-from mpi_privopt.problems.reference_solution import ReferenceSolution
+from mpi_privopt.problems.reference.solution import ReferenceSolution
 
 __all__ = ["solve_reference", "REFERENCE_METHODS"]
 
@@ -89,7 +89,7 @@ def solve_reference(
 
 def _smooth(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolution:
     # scipy (imported by the solvers) is loaded only where a reference is solved
-    from mpi_privopt.problems.reference_smooth import (closed_form_ridge, gradient_scale,
+    from mpi_privopt.problems.reference.smooth import (closed_form_ridge, gradient_scale,
                                                        min_norm_subgradient, smooth_minimize)
     if method == "closed-form":
         w = closed_form_ridge(problem)
@@ -108,7 +108,7 @@ def _smooth(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolutio
 
 
 def _piecewise(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolution:
-    from mpi_privopt.problems.reference_piecewise import lp_minimize, polish, smoothing_minimize
+    from mpi_privopt.problems.reference.piecewise import lp_minimize, polish, smoothing_minimize
     if method == "smoothing":
         w, residual, certified = smoothing_minimize(problem, tol)
         label = "smoothing-continuation Newton"
