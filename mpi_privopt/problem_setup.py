@@ -29,7 +29,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .collective import agree, computed_once
-from .problems import aggregative
+from .problems.aggregative.objective import reference_share, use_reference
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
@@ -101,9 +101,9 @@ def _aggregative_setup(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     build = AGGREGATIVE_PROBLEMS[cfg.name]
     local = agree(comm, lambda: build(cfg.options, rank, n_agents, seed))
     if evaluate == REFERENCE:
-        shares = comm.allgather(aggregative.reference_share(local))
+        shares = comm.allgather(reference_share(local))
         if all(share is not None for share in shares):
-            agree(comm, lambda: aggregative.use_reference(local, shares))
+            agree(comm, lambda: use_reference(local, shares))
     return ProblemSetup(local, agree(comm, lambda: local.evaluator(evaluate)),
                         getattr(local, "reference", None))
 

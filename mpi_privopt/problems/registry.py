@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpi_privopt.problems.aggregative import AggregativeBuilder, AggregativeObjective
+from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
 from mpi_privopt.problems.losses import LOSSES, Loss
 
 __all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS", "is_aggregative"]
@@ -75,14 +75,14 @@ POLYNOMIAL = "polynomial"
 
 def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
                seed: int) -> AggregativeObjective:
-    from mpi_privopt.problems.aggregative_quadratic import build_quadratic
+    from mpi_privopt.problems.aggregative.quadratic import build_quadratic
     return build_quadratic(options, rank, n_agents, seed)
 
 
 def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
                   seed: int) -> AggregativeObjective:
     # imported when asked for: the image data sets and models are not needed otherwise
-    from mpi_privopt.problems.personalised import build_personalised
+    from mpi_privopt.problems.aggregative.personalised import build_personalised
     return build_personalised(options, rank, n_agents, seed)
 
 

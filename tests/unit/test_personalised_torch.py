@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.personalised import build_personalised
+from mpi_privopt.problems.aggregative.personalised import build_personalised
 from mpi_privopt.problems.torch_models import torch_available
 
 needs_torch = pytest.mark.skipif(not torch_available(),

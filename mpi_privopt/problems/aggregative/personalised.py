@@ -57,7 +57,7 @@ from mpi_privopt.problems.image_data import ImageData
 from mpi_privopt.problems.image_files import DATASETS, load_image_data
 from mpi_privopt.problems.metrics import LOCAL, NONE, REFERENCE, AgentMetrics, Evaluator, Metric
 from mpi_privopt.problems.models import MODELS, Classifier, make_model
-from mpi_privopt.problems.sample_history import SampleHistory
+from mpi_privopt.problems.aggregative.sample_history import SampleHistory
 from mpi_privopt.problems.sampling import sampling_rng
 
 __all__ = ["PersonalisedLearning", "build_personalised", "personalised_options",
