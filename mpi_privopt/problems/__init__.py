@@ -36,7 +36,7 @@ from mpi_privopt.problems.config import (
     resolve_l2,
     validate_problem_config,
 )
-from mpi_privopt.problems.data import load_agent_data
+from mpi_privopt.problems.datasets.agent_data import load_agent_data
 from mpi_privopt.problems.global_problem import GlobalProblem
 from mpi_privopt.problems.local import LocalProblem, make_local_problem
 from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
@@ -45,7 +45,7 @@ from mpi_privopt.problems.reference.solution import ReferenceSolution
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
 from mpi_privopt.problems.metrics import EVALUATE_MODES, Evaluator
 from mpi_privopt.problems.sampling import MinibatchSampler, sampling_rng
-from mpi_privopt.problems.synthetic import true_parameter
+from mpi_privopt.problems.datasets.synthetic import true_parameter
 
 __all__ = [
     "AUTO",

@@ -187,7 +187,7 @@ def test_checker_catches_a_library_importing_application_code(source):
     "from ..collective import agree\n",
 ])
 def test_checker_catches_mpi_in_problems_and_algorithms(source):
-    for module in ("mpi_privopt.problems.data", "mpi_privopt.algorithms.dgd"):
+    for module in ("mpi_privopt.problems.config", "mpi_privopt.algorithms.dgd"):
         assert {v.rule for v in violations(module, source)} == {
             "problems/ and algorithms/ do not use MPI"}
     # the network layer is where MPI belongs (a top-level module: one dot is the package)

@@ -15,7 +15,7 @@ from mpi_privopt.problems import ProblemConfig, load_agent_data
 from mpi_privopt.problems.local import LocalProblem
 from mpi_privopt.problems.losses import LOSSES
 from mpi_privopt.problems.records import Records, pooled_problem, singular_counts
-from mpi_privopt.problems.singular import make_singular
+from mpi_privopt.problems.datasets.singular import make_singular
 
 TOKEN = ["algorithm.name=token-admm", "problem.name=singular", "problem.samples=40"]
 
