@@ -56,7 +56,7 @@ from mpi_privopt.problems.datasets.class_split import SPLITS, split_by_class
 from mpi_privopt.problems.datasets.images import ImageData
 from mpi_privopt.problems.datasets.image_files import DATASETS, load_image_data
 from mpi_privopt.problems.metrics import LOCAL, NONE, REFERENCE, AgentMetrics, Evaluator, Metric
-from mpi_privopt.problems.models import MODELS, Classifier, make_model
+from mpi_privopt.problems.models.classifiers import MODELS, Classifier, make_model
 from mpi_privopt.problems.aggregative.sample_history import SampleHistory
 from mpi_privopt.problems.sampling import sampling_rng
 
