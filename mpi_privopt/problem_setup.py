@@ -15,7 +15,7 @@ An agent loads only its own data. What else travels depends on ``run.evaluate``:
     (:func:`~mpi_privopt.problems.config.local_l1`).
 
 A token method (``records=True``, e.g. ``token-admm``) minimises the mean over every record
-(:mod:`~mpi_privopt.problems.records`): each agent's record count travels once at set-up
+(:mod:`~mpi_privopt.problems.consensus.records`): each agent's record count travels once at set-up
 (public metadata: record ids are global indices), and the reference of a simulation is the
 optimum of that mean.
 
@@ -33,8 +33,8 @@ from .problems.aggregative.objective import reference_share, use_reference
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
-from .problems.polynomial_problem import polynomial_objective, polynomial_reference
-from .problems.records import Records, pooled_problem
+from .problems.consensus.polynomial_problem import polynomial_objective, polynomial_reference
+from .problems.consensus.records import Records, pooled_problem
 from .problems.reference.solver import solve_reference
 from .problems.registry import AGGREGATIVE_PROBLEMS, POLYNOMIAL, is_aggregative
 from .problems.sampling import sampling_rng
@@ -68,7 +68,7 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
 
     A bad data file on any rank stops every rank with that rank's message. ``records``:
     the agents' rows are records of one mean objective (a token method); ``local`` is then
-    a :class:`~mpi_privopt.problems.records.Records`.
+    a :class:`~mpi_privopt.problems.consensus.records.Records`.
     """
     rank = comm.Get_rank()
     if is_aggregative(cfg.name):

@@ -37,9 +37,9 @@ from mpi_privopt.problems.config import (
     validate_problem_config,
 )
 from mpi_privopt.problems.datasets.agent_data import load_agent_data
-from mpi_privopt.problems.global_problem import GlobalProblem
-from mpi_privopt.problems.local import LocalProblem, make_local_problem
-from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
+from mpi_privopt.problems.consensus.global_problem import GlobalProblem
+from mpi_privopt.problems.consensus.local import LocalProblem, make_local_problem
+from mpi_privopt.problems.consensus.losses import LOSSES, Loss, make_loss
 from mpi_privopt.problems.reference.solver import solve_reference
 from mpi_privopt.problems.reference.solution import ReferenceSolution
 from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec

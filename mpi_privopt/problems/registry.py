@@ -4,7 +4,7 @@
     The consensus (finite-sum) problems: a loss and default regulariser coefficients each.
 :data:`POLYNOMIAL`
     The polynomial objectives of Gade & Vaidya (2017) (presets in
-    :mod:`mpi_privopt.problems.polynomial_presets`).
+    :mod:`mpi_privopt.problems.consensus.polynomial_presets`).
 :data:`AGGREGATIVE_PROBLEMS`
     The aggregative problems of Chen & Wang (2025), each a builder
     ``builder(options, rank, n_agents, seed) -> AggregativeObjective``; a builder imports
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
-from mpi_privopt.problems.losses import LOSSES, Loss
+from mpi_privopt.problems.consensus.losses import LOSSES, Loss
 
 __all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS", "is_aggregative"]
 
@@ -64,7 +64,7 @@ PROBLEMS: dict[str, ProblemSpec] = {
         _spec("logistic", "logistic", 0.0, 0.01),
         _spec("huber", "huber", 0.0, 0.01),
         # Chan, Xie & Zhao 2023's elastic net (c1 = 0.01, c2 = 0.1) on their generator's
-        # records (problems/records.py); samples = N records in all, split in blocks
+        # records (problems/consensus/records.py); samples = N records in all, split in blocks
         _spec("singular", "squared", 0.01, 0.1),
     )
 }

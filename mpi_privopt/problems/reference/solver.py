@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.consensus.global_problem import GlobalProblem
 from mpi_privopt.problems.reference.solution import ReferenceSolution
 
 __all__ = ["solve_reference", "REFERENCE_METHODS"]

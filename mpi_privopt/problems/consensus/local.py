@@ -5,10 +5,10 @@ import numpy as np
 
 from mpi_privopt.errors import DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss, resolve_l2
-from mpi_privopt.problems.losses import Loss, make_loss
+from mpi_privopt.problems.consensus.losses import Loss, make_loss
 from mpi_privopt.problems.metrics import (
     LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric)
-from mpi_privopt.problems.regularizers import penalty_value
+from mpi_privopt.problems.consensus.regularizers import penalty_value
 from mpi_privopt.problems.sampling import MinibatchSampler
 
 __all__ = ["LocalProblem", "make_local_problem"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpi_privopt.problems.polynomial import Polynomial, monomial_basis
+from mpi_privopt.problems.consensus.polynomial import Polynomial, monomial_basis
 from mpi_privopt.problems.registry import POLYNOMIAL
 
 __all__ = ["PRESETS", "DEFAULT_PRESET", "preset_dimension", "preset_polynomial"]

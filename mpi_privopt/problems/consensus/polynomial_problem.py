@@ -11,10 +11,10 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.config import ProblemConfig
-from mpi_privopt.problems.global_problem import sum_of_local_values
+from mpi_privopt.problems.consensus.global_problem import sum_of_local_values
 from mpi_privopt.problems.metrics import LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric
-from mpi_privopt.problems.polynomial import Polynomial
-from mpi_privopt.problems.polynomial_presets import preset_polynomial
+from mpi_privopt.problems.consensus.polynomial import Polynomial
+from mpi_privopt.problems.consensus.polynomial_presets import preset_polynomial
 from mpi_privopt.problems.reference.solution import ReferenceSolution
 
 __all__ = ["PolynomialObjective", "PolynomialSum", "minimize_separable",

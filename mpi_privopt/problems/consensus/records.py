@@ -33,10 +33,10 @@ import math
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.local import LocalProblem
+from mpi_privopt.problems.consensus.local import LocalProblem
 from mpi_privopt.problems.metrics import (LOCAL, REFERENCE, AgentMetrics, ConsensusToReference,
                                           Evaluator, Metric)
-from mpi_privopt.problems.regularizers import penalty_value
+from mpi_privopt.problems.consensus.regularizers import penalty_value
 from mpi_privopt.problems.datasets.singular import make_singular
 
 __all__ = ["SINGULAR", "SINGULAR_DATA_SEED", "RECORD_LOSSES", "block_offsets", "singular_block",
