@@ -1,9 +1,11 @@
 """A single-process, vectorised Algorithm 1 (Chen & Wang 2025) on the quadratic instance.
 
-Written from the notes (section 2.7), independently of ``mpi_privopt.algorithms``: the whole
+Written from the equations (docs/methods/chen2025.md, "Algorithm 1"), independently of
+``mpi_privopt.algorithms``: the whole
 network is a few (m x .) arrays, the neighbour sums are one matrix product with the
 off-diagonal part of A = I + W, and the quadratic's empirical functions are written out
-from its definition (notes 6.1). It is fed the same randomness as a run of the package:
+from its definition (docs/methods/chen2025.md, "Quadratic test instance"). It is fed the same
+randomness as a run of the package:
 
 * Laplace noise from each agent's fast noise stream
   ``SeedSequence(seed, spawn_key=(AGENT_NOISE_TAG, i))``, drawn per message in the order
@@ -41,7 +43,7 @@ class ReferenceRun:
 
 
 def optimum(Aq: np.ndarray, P: np.ndarray, B: np.ndarray, kappa: float) -> np.ndarray:
-    """x* of the quadratic from its first-order condition (notes 6.1), stacked."""
+    """x* of the quadratic from its first-order condition, stacked."""
     m = len(Aq)
     A = np.hstack(list(Aq))
     H = np.eye(A.shape[1]) + kappa / m * A.T @ A

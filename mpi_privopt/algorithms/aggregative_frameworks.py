@@ -2,7 +2,8 @@ r"""PDOP [26] and [51] run inside Algorithm 1's framework (Chen & Wang 2025, Sec
 
 Both keep Algorithm 1's exact updates (the shared :class:`RobustTracking`: stacked **x**_i,
 robust trackers y_i, z_i, one packed message of 2r + n floats per neighbour and time,
-t = 0..T) and change only the schedules (notes 2.8 B3, B4):
+t = 0..T) and change only the schedules
+(docs/methods/chen2025.md, "PDOP [26] in Algorithm 1's framework" and the [51] section after it):
 
 ``pdop-aggregative`` (Huang, Mitra & Vaidya 2015) geometric steps and noise::
 
@@ -10,7 +11,7 @@ t = 0..T) and change only the schedules (notes 2.8 B3, B4):
     q = (0.94, 0.98, 0.97) for x, y, z; sigma0 = (0.07, 0.008, 0.008), q_sig = 0.99)
 
 so sum_t lam_x^t is finite (about 1.67): learning stops after about 100 iterations, and the
-noise in ytilde, chi / lam_y, grows like (0.99/0.98)^t (faithful; notes 7 item 20).
+noise in ytilde, chi / lam_y, grows like (0.99/0.98)^t (faithful to the equations).
 
 ``tvs-aggregative`` ([51], Wang & Zhang 2024, time-varying sample sizes)::
 
@@ -20,7 +21,8 @@ noise in ytilde, chi / lam_y, grows like (0.99/0.98)^t (faithful; notes 7 item 2
                                             (0.05, 0.51)
     f_i^t, g_i^t on gamma_t = ceil((t+1)^1.4) fresh samples (not the history)
 
-Privacy (notes 3.7, nominal with the constants 1): release t of block v has sensitivity
+Privacy (nominal with the constants 1, docs/methods/chen2025.md, "Nominal accounting"):
+release t of block v has sensitivity
 ``C_v lam_v^t`` (PDOP) or ``C_v lam_v^t / gamma_t`` ([51]), 0 at t = 0, with the scale of its
 noise; each message is one packed Laplace event booked once per sender, and the summary's
 headline is the pure epsilon (delta = 0). Both budgets converge as T -> inf: PDOP's to a

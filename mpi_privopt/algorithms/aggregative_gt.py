@@ -1,5 +1,7 @@
 r"""Conventional gradient tracking for aggregative optimisation (Li, Yi & Xie 2022, [36] of
-Chen & Wang 2025), with Laplace noise on the shared trackers (notes 2.8 B1, 7 item 11).
+Chen & Wang 2025), with Laplace noise on the shared trackers
+(docs/methods/chen2025.md, "Li et al. [36]: gradient tracking"; docs/methods/chen2025.md,
+"Baselines' noise and data").
 
 Agent i keeps only its own block x_i and the trackers y_i (of the aggregate) and z_i (of
 the average y-gradient). With A = I + W (a_ii = 1 - |w_ii|), for t = 0, 1, ..., T-1
@@ -14,9 +16,11 @@ the average y-gradient). With A = I + W (a_ii = 1 - |w_ii|), for t = 0, 1, ..., 
                 + grad_y f_i^{t+1}(x_i^{t+1}, y_i^{t+1}) - grad_y f_i^t(x_i^t, y_i^t)
 
 alpha_t = alpha0 (t+1)^-v_alpha (the experiments: (t+1)^-0.5). The agent uses its own
-clean state for j = i (notes 7 item 11). The noise is Algorithm 1's y and z schedules,
+clean state for j = i (the paper's sum over all j is ambiguous on this point). The noise
+is Algorithm 1's y and z schedules,
 ``b = sigma (t+1)^-vs / sqrt(2)`` per coordinate (a conservative choice, favourable to this
-baseline): it accumulates in the trackers' average as a random walk (notes 2.6, eq. 4),
+baseline): it accumulates in the trackers' average as a random walk (eq. 4;
+docs/methods/chen2025.md, "Robust tracking"),
 so the error does not vanish.
 
 Privacy: T messages (t = 0..T-1), each a packed Laplace event of the y and z blocks. The

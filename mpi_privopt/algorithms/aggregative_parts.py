@@ -3,7 +3,7 @@
 * :class:`AggregativeLayout`: where each agent's block sits in the stacked n-vector, and the
   packed message [y, z, **x**] of 2r + n floats;
 * :func:`initial_stack`: **x**_i^0 with every block j at the public seeded x_j^0
-  (notes 7 item 10);
+  (docs/methods/chen2025.md, "Initialisation");
 * :func:`mixing_matrix` and :func:`check_mixing`: A = I + W from the public graph (constant
   weights w_ij = c, or Metropolis) and Assumption 3;
 * :func:`step_sizes`: lam_v^t = lam_v^0 (t+1)^-v_v;
@@ -197,7 +197,8 @@ def project_box(v: np.ndarray, box: float) -> np.ndarray:
 
 
 class RobustTracking:
-    """Algorithm 1's state on one agent and its two moves (Chen & Wang 2025, notes 2.4).
+    """Algorithm 1's state on one agent and its two moves (Chen & Wang 2025,
+    docs/methods/chen2025.md, "Algorithm 1").
 
     ``update(t, lam, beta)`` is lines 3-9 with the neighbours' messages of time t (beta
     multiplies every consensus increment: 1 in Algorithm 1, beta^t in [51]'s framework);
@@ -212,7 +213,7 @@ class RobustTracking:
     box : float
         Omega's half-width (inf: no projection).
     method : str
-        The method's name (notes of a clear message).
+        The method's name (named in the note of a clear message).
     """
 
     def __init__(self, agent, constant_weight: float, box: float, method: str) -> None:

@@ -1,5 +1,6 @@
 r"""Projected aggregative tracking (Carnevale, Camisa & Notarstefano 2023, [6] of Chen &
-Wang 2025), with Laplace noise on the shared trackers (notes 2.8 B2, 7 item 11).
+Wang 2025), with Laplace noise on the shared trackers
+(docs/methods/chen2025.md, "Carnevale et al. [6]: projected aggregative tracking").
 
 Agent i keeps its block x_i and the trackers s_i (aggregate) and v_i (average
 y-gradient), here ``y`` and ``z`` as in :mod:`~mpi_privopt.algorithms.aggregative_gt`,
@@ -14,7 +15,7 @@ whose tracker update it shares. For t = 0, 1, ..., T-1::
                 + grad_y f_i^{t+1}(x_i^{t+1}, s_i^{t+1}) - grad_y f_i^t(x_i^t, s_i^t)
 
 with constant alpha and delta (the experiments: alpha = 1, delta = 0.5, Sec. IV of [6]; the
-update rule is not written out in Chen & Wang and follows [6] as read in notes 2.8).
+update rule is not written out in Chen & Wang and follows the standard form of [6]).
 Noise and privacy as ``aggregative-gt``: Algorithm 1's y and z schedules, constant stated
 sensitivities, a budget without a finite limit.
 """

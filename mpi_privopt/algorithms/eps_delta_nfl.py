@@ -71,7 +71,8 @@ class EpsDeltaNFL(Algorithm):
         (9)  gamma_k^(n) = gamma_k^(n-1) + rho sum_{l in N_k} (wt_k^(n) - wt_l^(n))
 
     with the same sensitivity Delta_k(n) = 2 c1 / (M_k (2 rho d_k + 1/eta^(n))) (Lemma I).
-    Only sigma differs (notes sec. 2.4 item 1): each release is a classical Gaussian
+    Only sigma differs (docs/methods/gauthier2024.md, "(epsilon, delta)DP-NFL"): each release
+    is a classical Gaussian
     mechanism for its own (eps_n, delta_n), and the T releases compose by **basic
     composition**, sum_n eps_n = ``privacy.epsilon`` and sum_n delta_n = ``privacy.delta``::
 

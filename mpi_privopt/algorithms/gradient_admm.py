@@ -3,20 +3,21 @@ r"""Noisy gradient ADMM (Chan, Xie & Zhao 2023, Algorithm 1): the equations of o
 The program is ``min_x frak_f(x) + g(y)  s.t.  A x + B y = c`` with public g, A, B, c; each
 iteration uses one record's function f through one gradient query. Here A = I, B = -I,
 c = 0 (the consensus split ``x - y = 0`` of the paper's experiments, which already has the
-form A = [I_m | D] the theory needs, notes A10). One iteration, in the paper's order
-y -> lambda -> x (notes A8), from the token ``(xt, lam)``::
+form A = [I_m | D] the theory needs, docs/methods/chan2023.md, "Constraint form"). One
+iteration, in the paper's order
+y -> lambda -> x (docs/methods/chan2023.md, "Algorithm 1"), from the token ``(xt, lam)``::
 
     w       = lam - beta xt
     y       = G(w)        = argmin_y g(y) + (beta/2) ||y + w/beta||^2          (5)
     lam'    = lam - beta (xt - y)                                              (6)
     x'      = (xt - eta [grad f(xt) - beta y - lam']) / (1 + eta beta)         (7), Lemma 3.2
-    xt'     = x' + N(0, sigma^2 I)                                             (noisy ADMM, A9)
+    xt'     = x' + N(0, sigma^2 I)                                             (noisy ADMM, Sec. 3.2)
 
 The gradient is taken at the noisy xt, which is also the prox centre; y and lam' get no
 noise (they do not touch f). Only ``(xt', lam')`` leaves the holder: the clean x' never does.
 
 For ``g(y) = c1 ||y||_1 + c2 ||y||_2^2`` the y-step is the soft threshold
-``y = -soft(w, c1) / (2 c2 + beta)`` (notes 2.7).
+``y = -soft(w, c1) / (2 c2 + beta)`` (docs/methods/chan2023.md, "Elastic-net instance").
 
 Nothing here draws noise or communicates: the token method and the single-process replay
 both call these functions, so each formula lives here once.
@@ -40,7 +41,8 @@ def soft_threshold(v: np.ndarray, c1: float) -> np.ndarray:
 class ElasticNetPenalty:
     """The public regulariser ``g(y) = c1 ||y||_1 + c2 ||y||_2^2`` (no factor 1/2).
 
-    c2 > 0 makes g strongly convex (mu_g = 2 c2) and its y-minimiser unique (notes A13).
+    c2 > 0 makes g strongly convex (mu_g = 2 c2) and its y-minimiser unique
+    (the paper's footnote 3 asks for a canonical one).
     """
 
     c1: float

@@ -20,15 +20,17 @@ with lam_v^t = lam_v^0 (t+1)^-v_v and Laplace noises of scale
 ``b = sig_{i,v} (t+1)^-vs_{i,v} / sqrt(2)`` per coordinate (standard deviation
 sig_{i,v} (t+1)^-vs_{i,v}), drawn once per sender and message, so every neighbour receives
 the same message. The t = 0 message (line 1: y_i^0 = z_i^0 = 0, **x**_i^0 with every block j
-at the public seeded x_j^0, notes 7 item 10) is sent at the start of iteration 1: a run of
+at the public seeded x_j^0, docs/methods/chen2025.md, "Initialisation") is sent at the start
+of iteration 1: a run of
 T iterations sends T + 1 messages on every link, releases t = 0..T. The receiver combines
 its own clean state with the neighbours' noisy messages. Omega is the box
 [-box, box]^n (``box = inf``: no projection).
 
 Privacy: pure epsilon local DP (:mod:`mpi_privopt.privacy.ldp_budget`): each message is
 one packed Laplace event booked once per sender, with the sensitivities of eqs. (17),
-(19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of notes
-3.7), 0 for the t = 0 message; the ledger then holds eq. (21) on every link. With
+(19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of
+docs/methods/chen2025.md, "Nominal accounting"), 0 for the t = 0 message; the ledger then
+holds eq. (21) on every link. With
 sig = 0 on a block (the noise-off ablation: all three) the messages are sent in the clear
 and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0). The
 schedule is public: ``planned_events`` gives the events of any iterations ahead, so a
@@ -57,7 +59,7 @@ from ..problems.registry import is_aggregative
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .base import Algorithm, register
 
-#: named settings of the schedules (notes 5.3, 4.2 and 7 item 4)
+#: named settings of the schedules (docs/methods/chen2025.md, "Theorem 1 and Corollary 1")
 PRESETS = ("", "chen2025", "corollary1-i", "corollary1-ii", "corollary1-exact")
 #: the cases of Theorem 1 whose conditions are checked
 THEORY_CASES = ("strongly-convex", "convex", "nonconvex")
@@ -128,7 +130,7 @@ def _preset_values(preset: str, delta: float, n_agents: int) -> dict[str, object
     if preset == "corollary1-ii":  # convex and nonconvex
         return {"v": {"x": 0.5 + 5 * delta, "y": 2 * delta, "z": 3 * delta},
                 "vs": {"x": 0.5 + delta, "y": delta, "z": 2 * delta}}
-    if preset == "corollary1-exact":  # notes 7 item 4: the paper's steps, Corollary 1 noise
+    if preset == "corollary1-exact":  # the paper's steps, Corollary 1 noise
         return {"v": dict(PAPER_STEPS), "vs": {"x": 0.51, "y": 0.01, "z": 0.02}}
     return {"v": dict(PAPER_STEPS), "vs": {"x": 0.505, "y": 0.005, "z": 0.015}}
 
@@ -168,8 +170,9 @@ def resolve_schedules(params: LDPAggregativeParams, n_agents: int) -> Schedules:
 
 
 def tracker_noise(params, n_agents: int) -> dict[str, tuple[np.ndarray, ...]]:
-    """Algorithm 1's y and z noise for a baseline that shares only its trackers (notes 7
-    item 11): block -> (sigma, vs, sensitivity constant), one value per agent, from the
+    """Algorithm 1's y and z noise for a baseline that shares only its trackers
+    (docs/methods/chen2025.md, "Baselines' noise and data"): block -> (sigma, vs, sensitivity
+    constant), one value per agent, from the
     baseline's ``preset``, ``delta``, ``sigma_*``, ``vs_*`` and ``sensitivity_*`` keys."""
     keys = {key: getattr(params, key) for key in
             ("preset", "delta", "sigma_y", "sigma_z", "vs_y", "vs_z",
@@ -187,7 +190,8 @@ def per_agent_values(values: list[float]) -> list[float] | float:
 def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
                       projected: bool) -> list[str]:
     """Theorem 1's conditions for ``case`` that fail, with the worst-case vs = min_i vs_i
-    (notes 4.1 and 7 item 4); each entry names the inequality (and its bound's value)."""
+    (docs/methods/chen2025.md, "Theorem 1 and Corollary 1"); each entry names the inequality
+    (and its bound's value)."""
     vs_min = {b: float(np.min(vs[:, i])) for i, b in enumerate(BLOCKS)}
     vx, vy, vz = v["x"], v["y"], v["z"]
     sx, sy, sz = vs_min["x"], vs_min["y"], vs_min["z"]

@@ -43,8 +43,9 @@ class PADMM(Algorithm):
     r"""P-ADMM, the smooth-objective baseline of Gauthier et al. 2024 (Fig. 3).
 
     The paper describes it only as "networked FL, zCDP and the ADMM, constrained to smooth
-    objectives" (ref. [24], Ding et al. 2019). This is the notes' option A (sec. 2.4 item
-    3): the exact decentralized ADMM of eq. (3), fed the released iterates, with zCDP-NFL's
+    objectives" (ref. [24], Ding et al. 2019). This is option A of
+    docs/methods/gauthier2024.md, "P-ADMM": the exact decentralized ADMM of eq. (3), fed the
+    released iterates, with zCDP-NFL's
     Gaussian perturbation and noise schedule. Agent k starts from wt_k^(0) = gamma_k^(0) = 0
     and, for n = 1..T, with d_k = |N_k|::
 

@@ -7,7 +7,8 @@ stream, so a run is reproducible whatever the process placement.
   ``||s|| <= bound``. Their network sum cancels by construction (each share enters the
   sender's d with - and the receiver's with +), whatever the distribution.
 * :func:`locally_balanced_noise`: RSS-LB's d_k^{j,i} with ``sum_i B[i,j] d^{j,i} = 0``
-  and ``||d^{j,i}|| <= delta`` (notes A5: centre by the weighted mean, then rescale).
+  and ``||d^{j,i}|| <= delta`` (centre by the weighted mean, then rescale;
+  docs/methods/gade2017.md, "RSS-LB noise construction").
 """
 from __future__ import annotations
 

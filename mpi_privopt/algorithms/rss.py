@@ -179,7 +179,8 @@ class RSSLB(Algorithm):
         v_k^j     = B[j,j] x_k^j + sum_{i in N_j} B[j,i] w_k^{i,j}
         x_{k+1}^j = P_X[ v_k^j - alpha_k grad f_j(v_k^j) ]
 
-    The noise is drawn from the agent's own stream (notes A5): raw vectors (``noise``:
+    The noise is drawn from the agent's own stream (docs/methods/gade2017.md, "RSS-LB noise
+    construction"): raw vectors (``noise``:
     ``ball`` or ``gaussian``) centred by their B[., j]-weighted mean, then scaled so the
     largest norm is Delta * U(0, 1] (``scale = "random"``) or Delta (``"max"``). Eq. 4
     gives sum_j e_k^j = 0 for the fused noise e_k^j = sum_i B[j,i] d_k^{i,j}, so again the

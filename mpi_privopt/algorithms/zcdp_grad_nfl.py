@@ -17,8 +17,9 @@ class ZCDPGradNFL(Algorithm):
     r"""zCDP-grad-NFL: Nedic-Ozdaglar distributed subgradient with zCDP-NFL's noise rule.
 
     The baseline "conventional subgradient-based networked FL [Nedic & Ozdaglar 2009],
-    modified to use zCDP" of Gauthier et al. 2024 (Sec. 5), in the concrete form of the
-    notes (sec. 2.4 item 2). Agent k starts from wt_k^(0) = 0 and, for n = 1..T::
+    modified to use zCDP" of Gauthier et al. 2024 (Sec. 5), in the concrete form of
+    docs/methods/gauthier2024.md, "zCDP-grad-NFL". Agent k starts from wt_k^(0) = 0 and, for n
+    = 1..T::
 
         w_k^(n)  = sum_{l in N_k U {k}} a_kl wt_l^(n-1)  -  alpha_n g_k(wt_k^(n-1))
         wt_k^(n) = w_k^(n) + xi_k^(n),   xi_k^(n) ~ N(0, sigma_k^2(n) I_P)

@@ -1,5 +1,5 @@
 """Empirical privacy audit of a link: lower bounds on what an observer learns, against the
-ledger's upper bound (issue 16; docs/privacy-audit.md).
+ledger's upper bound (docs/privacy-audit.md).
 
 * :mod:`.stats`: Clopper-Pearson intervals, lower bounds on the Gaussian-DP mu and on
   (epsilon, delta) from a test's error rates, threshold selection, trial counts, noise

@@ -54,7 +54,7 @@ __all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_au
 TEST_LEVEL = 1e-6
 #: confidence of the Clopper-Pearson bounds
 DEFAULT_CONFIDENCE = 0.95
-#: the share of the ledger's mu the trials must be able to reach (issue 16's acceptance)
+#: the share of the ledger's mu the trials must be able to reach (the audit's acceptance criterion)
 REACH = 0.5
 #: the method audited through its token iterations (:mod:`.token`), not a mechanism
 TOKEN = "token-admm"

@@ -6,7 +6,7 @@
 ``python -m mpi_privopt.commands.launch_line srun-mpi``
     prints the ``srun --mpi=`` plugin for the library mpi4py loads: ``pmi2`` for MPICH
     and its derivatives, ``pmix`` for Open MPI (nothing when unknown: the site's default).
-    ``srun`` without the right plugin starts K one-rank worlds (issue 15).
+    ``srun`` without the right plugin starts K one-rank worlds (docs/install.md).
 ``python -m mpi_privopt.commands.launch_line mpiexec-flags MPIEXEC [--oversubscribe] [--export NAME]...``
     prints the flags ``MPIEXEC`` needs, one per line. For Open MPI's launcher:
     ``--mca odls_base_sigkill_timeout N`` (it kills the ranks 1 s after forwarding

@@ -2,8 +2,8 @@
 
 ``mpiexec -n 5 python tests/bench/aggregative_vs_dgd.py [--iterations T] [--repeats R]``
 
-Issue 12's speed goal: on the quadratic instance (m = 5, n_i = 2, r = 2, so each message
-is 2r + n = 14 floats), one iteration of Algorithm 1 costs at most 1.5x one iteration of
+The aggregative method's speed goal: on the quadratic instance (m = 5, n_i = 2, r = 2, so
+each message is 2r + n = 14 floats), one iteration of Algorithm 1 costs at most 1.5x one iteration of
 ``dgd`` exchanging one buffer of the same 14 floats on the same graph (the paper's 5-ring).
 Both run through the engine in the same job, alternately, with ``run.evaluate = "none"``
 (no evaluation traffic); the time per iteration is the summary's ``algorithm_seconds / T``

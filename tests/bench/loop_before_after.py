@@ -1,7 +1,7 @@
 """Time per iteration of a registered method's run loop: this tree against another checkout.
 
-Issue 14 part 4 asks that the reliability machinery (the stall watchdog's progress mark
-and thread, the strided stop-signal agreement, the sleeping waits around the loop) leave
+The 5% goal of docs/performance.md asks that the reliability machinery (the stall
+watchdog's progress mark and thread, the strided stop-signal agreement, the sleeping waits around the loop) leave
 the exchange at most 5% slower at 2 ranks on 2 cores. The exchange's own code path did not
 change, so what is measured is the whole loop of ``dgd`` (one neighbour exchange and one
 local step per iteration) through ``engine.run`` with ``run.evaluate = "none"``, in this

@@ -1,4 +1,4 @@
-"""Faults injected into real 4-rank runs under mpiexec, then ``run --resume`` (issue 14).
+"""Faults injected into real 4-rank runs under mpiexec, then ``run --resume`` (docs/reliability.md).
 
 Each fault is placed by the test hook of mpi_privopt/checkpoint.py
 (``MPI_PRIVOPT_TEST_FAULT``, read only here): a rank kills itself at a given iteration or

@@ -1,5 +1,6 @@
 """The golden set (tests/golden): every registered algorithm and packaged experiment, short
-fixed-seed runs on 4 ranks, against what the code gave before the renovation of issue 11.
+fixed-seed runs on 4 ranks, against what the code gave before the architecture
+renovation (docs/architecture.md).
 
 The records were written on another machine, so they are compared under the rule of
 tests/golden/compare.py, which another CPU's BLAS kernel cannot break and a change of result

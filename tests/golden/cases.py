@@ -1,6 +1,6 @@
 """The golden set: short fixed-seed runs of every registered algorithm and packaged experiment.
 
-Recorded before the renovation of issue 11 (``record.py``) and compared after every change
+Recorded before the architecture renovation (``record.py``) and compared after every change
 by ``tests/e2e/test_golden.py``: final models, traffic and ledger bitwise identical,
 metrics equal to rtol 1e-12 (timing columns excluded).
 """

@@ -1,6 +1,6 @@
 """The privacy audit under mpiexec: it passes on the correct build of every audited method,
-and it catches each planted bug (issue 16, parts 1 and 2); the membership attack stays within
-the Gaussian-DP bound and, for token-admm, exceeds it under the noise bug (part 4).
+and it catches each planted bug (docs/privacy-audit.md); the membership attack stays within
+the Gaussian-DP bound and, for token-admm, exceeds it under the noise bug.
 
 The planted bugs are deliberately broken builds made by monkeypatching the release and
 noise path in this test process only (every rank patches itself; nothing outside these

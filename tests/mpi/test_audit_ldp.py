@@ -1,4 +1,4 @@
-"""The pure-epsilon audit of ldp-aggregative under mpiexec (issue 16; docs/privacy-audit.md).
+"""The pure-epsilon audit of ldp-aggregative under mpiexec (docs/privacy-audit.md).
 
 The auditable configuration: the packaged quadratic experiment cut to T = 1 (messages
 t = 0, 1; only t = 1 depends on a sample) with sigma = 2.5 on every block, so that the

@@ -1,4 +1,4 @@
-"""The one-run audit under mpiexec (issue 16, part 3): 1000 canaries in one zCDP-NFL run on a
+"""The one-run audit under mpiexec (docs/privacy-audit.md): 1000 canaries in one zCDP-NFL run on a
 1000-feature problem (20 iterations, privacy.epsilon = 4) give an epsilon lower bound below
 the ledger's and above anything 8 canaries could show; with the noise planted at a tenth of
 its booked scale (privacy.epsilon = 2) the bound exceeds the ledger's."""

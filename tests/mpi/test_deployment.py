@@ -162,7 +162,7 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
         assert not Path(out, "models.npz").exists()
 
 
-# -- every registered method (issue 14 part 7) ----------------------------------------------
+# -- every registered method --------------------------------------------------------------
 
 sys.path.insert(0, str(Path(__file__).parent))
 from contract_cases import BASE, case_for  # noqa: E402

@@ -1,13 +1,13 @@
 """Chen & Wang's Algorithm 1 (``ldp-aggregative``) under mpiexec on 5 ranks (the paper's ring).
 
-Every threshold below was fixed from the theory and the notes before the runs:
+Every threshold below was fixed from the theory (docs/methods/chen2025.md) before the runs:
 
 * noise off, T = 2000: the mean squared distance (1/m) sum_i ||**x**_i - x*||^2 ends
   below 5e-3 (it starts at 3.0); ytilde_i tracks g(x^t) and ztilde_i tracks
   (1/m) sum_j grad_y f_j to 2e-2 on average over the last 10% of iterations (the history
   average of the samples is off by about noise / sqrt(t) = 0.1 / 45);
 * an MPI run equals the single-process vectorised reference (tests/ldp_reference.py, written
-  from notes 2.7) fed the same noise draws and samples, to 1e-10, at every iteration;
+  from the equations) fed the same noise draws and samples, to 1e-10, at every iteration;
 * DP noise on at Corollary 1(i) (delta = 0.02; theory rate T^-0.48), 20 seeds: the fitted
   log-log slope of the mean squared distance over the last 90% of T = 2000 iterations is at
   most -0.4. The 20 seeds run in the reference (one process), which the previous test shows

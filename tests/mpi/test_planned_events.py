@@ -1,4 +1,4 @@
-"""A method's planned events are, event for event, what its ledger books (issue 14).
+"""A method's planned events are, event for event, what its ledger books (docs/reliability.md).
 
 ``Algorithm.planned_events(first, last)`` is what a resume adds to the restored ledger to
 refuse, before any release, a run that would exceed ``privacy.epsilon``

@@ -1,6 +1,6 @@
 """Tests of the privacy math: conversions, events/accountants and calibration.
 
-Reference values come from ``/work/shared/notes/privacy_reference.md`` (published by OpenDP,
+Reference values come from docs/methods/privacy-conversions.md (published by OpenDP,
 dp-accounting/TF Privacy, or following from the stated formulas) and the worked table of
 ``zcdp_nfl.md`` sec. 3.4. They are checked to the digits given, never looser.
 """
@@ -168,7 +168,7 @@ class TestZcdpNflTable:
         assert_sig(p1, phi1)
         assert_sig(m[0], m1)
         assert_sig(m[-1], m200)
-        # m(n) = sqrt(tau^(n-1) / (2 phi1)) as the notes write it
+        # m(n) = sqrt(tau^(n-1) / (2 phi1)) (docs/methods/gauthier2024.md)
         assert m[-1] == pytest.approx(math.sqrt(tau**199 / (2 * p1)), rel=1e-12)
         # the Corollary gives back the nominal budget
         assert zcdp_to_eps_standard(total_zcdp_geometric(p1, tau, T), delta) == pytest.approx(eps, rel=REL)

@@ -1,6 +1,6 @@
 """The accounting core: events say what was released, accountants count, the ledger stores.
 
-Covers what the renovation of issue 11 added: events with owner, unit and record; the
+Covers what the architecture renovation added: events with owner, unit and record; the
 headline accountant the ledger asks (merge = composition); parallel composition over
 records; events of another owner; event transforms as the extension point; the privacy
 loss distribution for Laplace releases at the end of a run.

@@ -1,4 +1,5 @@
-"""The amplified bounds against the exact divergence of the released token (notes 3.9, item 9).
+"""The amplified bounds against the exact divergence of the released token
+(docs/methods/chan2023.md, "Ground truth").
 
 With quadratic records and g = c2 ||y||^2 (the elastic net with c1 = 0), one noisy iteration
 of the kernel is affine in the token (x~, lambda) plus N(0, sigma^2) on x. Two scenarios that
@@ -10,7 +11,8 @@ its worst direction over ``||d|| = eta Delta`` is ``(eta Delta)^2 lambda_max(...
 
 The convex bound (eta = 1/nu) and the conservative and precise strongly convex bounds (a ridge
 term (mu/2)||x||^2 in every record, eta the midpoint of (23)) must never be below it for
-k = 2..32. The paper's exponent is computed beside them and reported, not asserted (A1).
+k = 2..32. The paper's exponent is computed beside them and reported, not asserted
+(docs/methods/chan2023.md, "The strongly convex exponent").
 """
 from dataclasses import replace
 
@@ -71,7 +73,7 @@ def bounds(constants, sigma, ks):
     return {k: amplification_ratio(k, constants) / (2 * sigma**2) for k in ks}
 
 
-CONVEX = dict(n=8, r=0.5, beta=0.9, c2=0.1, mu=0.0)       # notes 3.9: nu = 0.5, eta = 1/nu = 2
+CONVEX = dict(n=8, r=0.5, beta=0.9, c2=0.1, mu=0.0)       # nu = 0.5, eta = 1/nu = 2
 RIDGE = dict(n=8, r=0.5, beta=0.9, c2=0.1, mu=0.25)       # nu = 2 r^2 + mu, mu_g = 2 c2
 
 

@@ -1,4 +1,4 @@
-"""The analysis of Chan, Xie & Zhao 2023 checked numerically (notes section 5, items 1-5).
+"""The analysis of Chan, Xie & Zhao 2023 checked numerically (docs/methods/chan2023.md).
 
 The shared kernel (mpi_privopt.algorithms.gradient_admm) has A = I, B = -I. Lemmas 6.5 and
 7.6 are stated for a general A = [I | D] and B, so this file writes Algorithm 1 for general
@@ -117,7 +117,7 @@ def test_kernel_equals_the_general_iteration_for_A_I_B_minus_I():
 
 
 def test_soft_threshold_y_step_equals_brute_force_minimisation():
-    # item 2: G(w) = argmin_y c1|y| + c2 y^2 + (beta/2)(y + w/beta)^2, coordinate-wise
+    # G(w) = argmin_y c1|y| + c2 y^2 + (beta/2)(y + w/beta)^2, coordinate-wise
     rng = np.random.default_rng(2)
     for c1, c2, beta in ((0.01, 0.1, 0.9), (0.5, 0.1, 0.3), (1.0, 0.0, 2.0), (0.0, 0.3, 1.0)):
         pen = admm.ElasticNetPenalty(c1=c1, c2=c2)
@@ -132,7 +132,7 @@ def test_soft_threshold_y_step_equals_brute_force_minimisation():
 
 
 def test_noiseless_iteration_converges_to_the_minimiser():
-    # item 1: sigma = 0 and the full f in every iteration: (x, y) -> argmin f(x) + g(x), the
+    # sigma = 0 and the full f in every iteration: (x, y) -> argmin f(x) + g(x), the
     # KKT point of (1) with A = I, B = -I, c = 0 (lambda -> grad f(x*)); found independently
     # by proximal gradient (ISTA).
     rng = np.random.default_rng(3)
@@ -156,7 +156,7 @@ def test_noiseless_iteration_converges_to_the_minimiser():
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 3.3: one iteration can expand the Euclidean distance (item 3)
+# Section 5.2's counter-example: one iteration can expand the Euclidean distance
 # ---------------------------------------------------------------------------------------------
 def test_counter_example_one_iteration_expands_the_euclidean_distance():
     # g = 0, B = 0, A = I, beta = 1, f = 0, eta -> 0: lambda picks up beta dx while x keeps it
@@ -175,7 +175,7 @@ def test_counter_example_one_iteration_expands_the_euclidean_distance():
         # ... while the customised norm does not grow (Lemma 6.5; f = 0 is 1/eta-smooth)
         before = custom_norm2(x0 - x0p, np.zeros(n), I, beta, eta)
         assert custom_norm2(dx, dlam, I, beta, eta) <= before * (1 + 1e-12)
-    assert ratios[-1] == pytest.approx(1.996, abs=5e-4)             # notes 3.3: about 2
+    assert ratios[-1] == pytest.approx(1.996, abs=5e-4)             # about 2 at eta = 1e-3
     assert ratios == sorted(ratios)
 
 
@@ -221,7 +221,8 @@ def test_lemma_7_6_squared_customised_norm_shrinks_by_lfrak():
 @pytest.mark.parametrize("strongly_convex", [False, True])
 def test_lemmas_hold_for_the_kernel_with_the_non_smooth_elastic_net(strongly_convex):
     # The kernel's instance (A = I, B = -I, g = c1|y|_1 + c2|y|^2, mu_g = 2 c2) with
-    # least-squares records, plus a ridge term in the strongly convex case (notes A4).
+    # least-squares records, plus a ridge term in the strongly convex case
+    # (docs/methods/chan2023.md, "Strong convexity in the experiments").
     rng = np.random.default_rng(7 + strongly_convex)
     n, r, beta, c1, c2 = 8, 0.5, 0.9, 0.3, 0.1
     pen = admm.ElasticNetPenalty(c1, c2)

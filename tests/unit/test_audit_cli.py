@@ -1,4 +1,4 @@
-"""``python -m mpi_privopt audit`` as a user runs it: real mpiexec jobs (issue 16's bad input).
+"""``python -m mpi_privopt audit`` as a user runs it: real mpiexec jobs (bad input).
 
 One message from one rank, a non-zero status and no traceback for what cannot be audited;
 a non-private method is said to have an unbounded loss and is attacked instead.

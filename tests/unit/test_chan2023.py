@@ -1,8 +1,9 @@
-"""The chan2023 reproduction's single-process replay (issue 13 part 5) and its tables.
+"""The chan2023 reproduction's single-process replay and its tables.
 
 Expected numbers come from outside our code: the authors' notebook's printed outputs
-(admm_exp.ipynb, commit ae8ea42: its "opt" values and ``convergence_step``), and the notes'
-independent re-run and FISTA (notes 4.5-4.7, 5 item 6).
+(admm_exp.ipynb, commit ae8ea42: its "opt" values and ``convergence_step``), and an
+independent re-run and FISTA (docs/methods/chan2023.md, "Experiments (Section 10 and the
+notebook)").
 """
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ def test_replay_reference_values_are_the_notebooks_opt(replay_lfrak, replay_sigm
     # the notebook prints these (cells 10-13); ours differ only in the objective's rounding
     printed = [2.811985325014982, 1.800782420961521, 1.3125600997928328, 1.1418022238549461]
     assert [s.reference for s in replay_lfrak] == pytest.approx(printed, rel=1e-14, abs=0)
-    # Fig. 1(b)'s opt in an in-order run (notes 4.7; the stored 1.4330 came from another order)
+    # Fig. 1(b)'s opt in an in-order run (the stored 1.4330 came from another order)
     assert replay_sigma[0].reference == pytest.approx(1.40988, abs=1e-5)
 
 
@@ -47,7 +48,8 @@ def test_replay_runs_the_notebooks_undocumented_settings(replay_lfrak, replay_si
 
 
 def test_table1_eta_and_contraction_to_6_decimals():
-    # notes section 5 item 6 (the paper prints eta 1.95 and Lfrak 0.85 for rows 1 and 3: typos)
+    # docs/methods/chan2023.md, "Reference values" (the paper prints eta 1.95 and Lfrak 0.85
+    # for rows 1 and 3: typos)
     expected = [(1.753086, 0.947368), (4.811252, 0.914881), (20.000000, 0.857143),
                 (43.301270, 0.799231)]
     got = [(round(c.eta, 6), round(c.contraction, 6)) for c in settings.LFRAK_CASES]
@@ -107,7 +109,7 @@ def test_the_split_objective_is_f_of_x_plus_g_of_y():
     assert split[0] == pytest.approx(f0 + 0.01 * y0.sum() + 0.1 * y0 @ y0, rel=1e-12)
 
 
-def test_the_true_optimum_matches_the_notes_fista():
+def test_the_true_optimum_matches_an_independent_fista():
     fista = [1.360445, 0.532740, 0.136365, 0.060729]
     got = [Instance(c).optimum() for c in settings.LFRAK_CASES]
     assert got == pytest.approx(fista, abs=6e-7)
@@ -117,7 +119,7 @@ def test_corrected_mode_uses_f_star_sigma_001_and_plateaus_positive(corrected_lf
     assert [s.sigma for s in corrected_lfrak] == [0.01] * 4
     assert all(s.reference_kind.startswith("F*") for s in corrected_lfrak)
     plateaus = [figures.plateau(s) for s in corrected_lfrak]
-    # notes 4.6: the constant-step floor against the true F* is about 0.18, 0.07, 0.02, 0.02
+    # the constant-step floor against the true F* is about 0.18, 0.07, 0.02, 0.02
     assert plateaus == pytest.approx([0.18, 0.07, 0.023, 0.023], rel=0.2)
     assert plateaus[0] > plateaus[1] > plateaus[2]
     # the paper's f(x~_t) + g(y_t) is logged beside F(x~_t), and is what the theory bounds
@@ -127,7 +129,7 @@ def test_corrected_mode_uses_f_star_sigma_001_and_plateaus_positive(corrected_lf
 
 def test_replay_gaps_go_negative_with_the_notebooks_reference(replay_lfrak):
     final = [float(s.gap[:, -1].mean()) for s in replay_lfrak]
-    assert final == pytest.approx([-1.27, -1.20, -1.15, -1.06], abs=0.02)  # notes 4.6 table
+    assert final == pytest.approx([-1.27, -1.20, -1.15, -1.06], abs=0.02)  # Table 1 section
     assert [s.gap[:, 0].mean() for s in replay_lfrak] == pytest.approx(
         [58.22, 58.26, 58.34, 58.44], abs=0.01)
 
@@ -135,7 +137,7 @@ def test_replay_gaps_go_negative_with_the_notebooks_reference(replay_lfrak):
 def test_fig1b_plateaus_are_ordered_by_sigma(replay_sigma):
     plateaus = [figures.plateau(s) for s in replay_sigma]
     assert plateaus == sorted(plateaus)
-    # notes 4.7, the re-run's plateaus (its window is not stated; ours is the last 20 t)
+    # the independent re-run's plateaus (its window is not stated; ours is the last 20 t)
     assert plateaus == pytest.approx([0.196, 0.377, 1.10, 6.15, 9.03], rel=0.05)
     assert all(s.gap[:, 0].mean() == pytest.approx(59.6, abs=0.1) for s in replay_sigma)
 
@@ -168,7 +170,7 @@ def test_the_declared_clip_covers_every_gradient_at_sigma_001(replay_lfrak):
 def test_the_convex_bound_applies_to_every_table1_case_and_amplifies():
     from mpi_privopt.privacy.amplification import amplification_curve
     for case in settings.LFRAK_CASES:
-        assert case.eta <= 1 / case.nu  # Theorem 6.1's premise (A14)
+        assert case.eta <= 1 / case.nu  # Theorem 6.1's premise
         curve = amplification_curve(figures.case_constants(case), 8.0, 0.01, [0, 1, 200])
         assert curve["convex"][0] == 1.0 and curve["convex"][1] == 1.0
         assert 0 < curve["convex"][2] < 0.2  # C / 100 with C between 5 and 15

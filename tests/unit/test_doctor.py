@@ -1,4 +1,4 @@
-"""``doctor``: the MPI mpi4py loaded against the launcher on PATH (issue 15, part 1)."""
+"""``doctor``: the MPI mpi4py loaded against the launcher on PATH."""
 import os
 import sys
 

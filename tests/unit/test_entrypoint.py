@@ -1,5 +1,5 @@
-"""A process that runs alone although its launcher started K tasks is refused (issue 15,
-part 3): K one-agent copies of a run would otherwise run and write over each other."""
+"""A process that runs alone although its launcher started K tasks is refused:
+K one-agent copies of a run would otherwise run and write over each other."""
 import pytest
 
 from mpi_privopt.entrypoint import LAUNCHER_SIZES, announced_rank, lone_copy_error

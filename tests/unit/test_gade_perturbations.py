@@ -69,7 +69,7 @@ def test_lb_noise_vanishes_with_one_neighbour_or_zero_delta():
                                   np.zeros((1, 3)))
     np.testing.assert_array_equal(locally_balanced_noise(rng, np.array([0.25, 0.25]), 3, 0.0),
                                   np.zeros((2, 3)))
-    # with two equal weights the two links get opposite perturbations (notes Sec. 2.3)
+    # with two equal weights the two links get opposite perturbations (docs/methods/gade2017.md)
     d = locally_balanced_noise(rng, np.array([0.25, 0.25]), 1, 5.0)
     assert d[0, 0] == pytest.approx(-d[1, 0], rel=1e-12) and d[0, 0] != 0
 

@@ -1,6 +1,6 @@
 """The layers' import rules, checked on every import of every module of the package.
 
-Rules (issue 11, acceptance; docs/architecture.md):
+Rules (docs/architecture.md):
 
 1. Nothing under ``mpi_privopt/privacy/``, ``mpi_privopt/network.py``, ``mpi_privopt/problems/``
    or ``mpi_privopt/algorithms/`` (the library layers) imports the command line
@@ -43,7 +43,7 @@ NO_MPI = ("mpi_privopt.problems", *PROBLEM_KINDS, "mpi_privopt.algorithms")
 #: what rule 2 forbids them
 MPI_MODULES = ("mpi4py", "mpi_privopt.collective")
 
-#: today's violations in modules other helpers are moving out of problems/ (issue 11, part 3);
+#: today's violations in modules other helpers are moving out of problems/;
 #: the marks go when those moves are merged (strict: a mark left on a clean module fails)
 KNOWN_VIOLATIONS: dict[str, str] = {}
 

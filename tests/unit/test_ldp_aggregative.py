@@ -25,8 +25,9 @@ from mpi_privopt.problems.sampling import sampling_rng
 # -- eq. (21) ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("p, at_1000, limit", [(1.016, 6.12, 62.1), (1.020, 6.03, 49.6)])
-def test_partial_sums_and_limit_match_the_notes_table(p, at_1000, limit):
-    # notes 3.6: sum_{t=1}^T (t+1)^-p; factor sqrt(2) C / sig = 1 with C = 1/sqrt(2), sig = 1
+def test_partial_sums_and_limit_match_the_method_page_table(p, at_1000, limit):
+    # docs/methods/chen2025.md, "Experiment schedules": sum_{t=1}^T (t+1)^-p; factor sqrt(2) C
+    # / sig = 1 with C = 1/sqrt(2), sig = 1
     block = BlockBudget(1 / math.sqrt(2), exponent=p, sigma=1.0, decay=0.0)
     assert block.partial_sum(1000) == pytest.approx(at_1000, abs=0.005)
     assert block.limit() == pytest.approx(limit, abs=0.05)
@@ -99,7 +100,7 @@ def test_per_agent_lists_must_have_one_value_per_agent():
 def test_the_papers_ring_meets_assumption3():
     A = mixing_matrix(nx.cycle_graph(5), 0.3, "standard")
     assert np.diag(A) == pytest.approx([0.4] * 5)
-    assert check_mixing(A) == pytest.approx(0.5854, abs=1e-4)  # notes 1.4
+    assert check_mixing(A) == pytest.approx(0.5854, abs=1e-4)  # the ring's mixing norm
     check_mixing(mixing_matrix(nx.erdos_renyi_graph(12, 0.4, seed=1), 0.0, "standard"))
 
 
@@ -183,8 +184,9 @@ def test_aggregative_problems_and_methods_go_together():
 
 # -- PDOP and [51] in Algorithm 1's framework ---------------------------------------------------
 
-def test_pdop_nominal_budget_matches_the_notes():
-    # notes 3.7: about 38 + 1732 + 857 as T -> inf (the MNIST schedules, C = 1)
+def test_pdop_nominal_budget_matches_the_method_page():
+    # docs/methods/chen2025.md, "Nominal accounting": about 38 + 1732 + 857 as T -> inf (the
+    # MNIST schedules, C = 1)
     blocks = [GeometricBlock(1.0, 0.1, rate, sigma, 0.99)
               for rate, sigma in ((0.94, 0.07), (0.98, 0.008), (0.97, 0.008))]
     assert [round(b.limit()) for b in blocks] == [38, 1732, 857]
@@ -202,8 +204,8 @@ def test_tvs_budget_is_its_releases_and_below_its_bound():
     assert block.partial_sum(1000) < block.limit_bound() < math.inf
 
 
-def test_the_papers_schedule_budget_matches_the_notes():
-    # notes 3.6/3.7: agent 1 (p = 1.016 in all three blocks), C = 1, sigma = 0.01:
+def test_the_papers_schedule_budget_matches_the_method_page():
+    # the same section: agent 1 (p = 1.016 in all three blocks), C = 1, sigma = 0.01:
     # 3 sqrt(2)/0.01 * 6.12 = 2.6e3 at T = 1000 and 3 sqrt(2)/0.01 * 62.1 = 2.6e4 as T -> inf
     s = resolve_schedules(LDPAggregativeParams(preset="chen2025"), 5)
     agent1 = s.block_budgets(0).values()

@@ -1,4 +1,4 @@
-"""``check`` warns before launch when a calibrated noise schedule is absurd (issue 14 part 5).
+"""``check`` warns before launch when a calibrated noise schedule is absurd.
 
 The example of the issue: the default experiment (zCDP-NFL, epsilon 10) with
 ``run.iterations = 50000`` calibrates sigma = 7.4e109 x the sensitivity at n = 1 (2.1e108

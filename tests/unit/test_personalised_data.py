@@ -59,7 +59,7 @@ def test_colour_digits_upsampling_is_nearest_neighbour():
 
 # --- the split ---------------------------------------------------------------------------
 
-def test_heterogeneous_claims_are_the_notes_pairs():
+def test_heterogeneous_claims_are_the_method_page_pairs():
     assert claimants("heterogeneous", 5, 10) == [[0], [0], [1], [1], [2], [2], [3], [3],
                                                  [4], [4]]
 

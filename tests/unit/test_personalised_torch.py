@@ -22,7 +22,7 @@ def test_cnn_without_torch_is_refused_with_the_fix():
 @needs_torch
 @pytest.mark.parametrize("shape, params", [
     ((1, 8, 8), 1898), ((1, 28, 28), 28938), ((3, 8, 8), 16986), ((3, 32, 32), 66218)])
-def test_cnn_sizes_are_the_notes(shape, params):
+def test_cnn_sizes_are_the_method_page_sizes(shape, params):
     from mpi_privopt.problems.models.torch_cnn import make_cnn
 
     model = make_cnn(shape, 10)

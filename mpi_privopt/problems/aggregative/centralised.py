@@ -3,7 +3,7 @@ r"""Centralised stochastic gradient descent on an aggregative problem (one proce
 A check that a task learns, and the noise-free, perfect-communication limit of the
 distributed methods: every agent's objective lives in one process, the aggregate and the
 average y-gradient are computed exactly, and each block takes the exact gradient of
-F^t(x) = sum_i f_i^t(x_i, g^t(x)) (notes 1.1, appendix eq. 53)::
+F^t(x) = sum_i f_i^t(x_i, g^t(x)) (eq. 53; docs/methods/chen2025.md, "Problem")::
 
     each iteration t = 0, 1, ...:
         every agent observes one new batch (its history grows)

@@ -6,7 +6,8 @@ Chen & Wang (2025), eq. (1)::
 
 Agent i owns its block x_i (length n_i, public) and knows f_i and g_i only through samples:
 the empirical functions f_i^t and g_i^t average over the whole history of samples drawn so
-far, each distinct sample weighted by how often it was drawn (notes 7 item 7), so an
+far, each distinct sample weighted by how often it was drawn (docs/methods/chen2025.md,
+"Full-history averages"), so an
 iteration's cost does not grow with t beyond the number of distinct samples.
 
 :class:`AggregativeObjective` is the contract an aggregative method (``ldp-aggregative``
@@ -29,11 +30,12 @@ Members with a default (not required of an implementation; callers use
 ``record_trackers(x_i, ytilde, ztilde)``
     Called by the method after each update with the point x_i^t its estimates were made
     at and its estimates of g(x^t) and (1/m) sum_j grad_y f_j (for the evaluator's
-    tracking diagnostics, notes 6.3); absent: no diagnostics.
+    tracking diagnostics, docs/methods/chen2025.md, "Diagnostics"); absent: no diagnostics.
 ``initial_blocks(n_agents)``
     Every agent's x_j^0, when they are public (data-independent, seeded by ``(seed, j)``):
-    the methods then start every agent's stacked estimate at the same point (notes 7 item
-    10); without it, the own block starts at ``initial_block()`` and the others at 0
+    the methods then start every agent's stacked estimate at the same point
+    (docs/methods/chen2025.md, "Initialisation"); without it, the own block starts at
+    ``initial_block()`` and the others at 0
     (:func:`~mpi_privopt.algorithms.aggregative_parts.initial_stack`).
 
 No MPI here: the set-up gathers the shares (:mod:`mpi_privopt.problem_setup`).
@@ -52,7 +54,8 @@ __all__ = ["AggregativeObjective", "AggregativeBuilder", "reference_share", "use
 
 class AggregativeObjective(Protocol):
     """Agent i's f_i(x_i, y) and g_i(x_i), known only through samples; the empirical
-    functions average over the whole history of samples drawn (count weights, notes 7 item 7)."""
+    functions average over the whole history of samples drawn (count weights,
+    docs/methods/chen2025.md, "Full-history averages")."""
 
     block_size: int        # n_i, length of x_i (public)
     aggregate_size: int    # r
@@ -74,7 +77,7 @@ class AggregativeObjective(Protocol):
     def grad_y(self, x_i: np.ndarray, y: np.ndarray) -> np.ndarray:   # nabla_y f_i^t(x_i, y), (r,)
         ...
 
-    def initial_block(self) -> np.ndarray:                             # x_i^0 (notes 7 item 10), seeded
+    def initial_block(self) -> np.ndarray:                             # x_i^0, seeded
         ...
 
     def evaluator(self, mode: str) -> Evaluator | None:                # problems/metrics.py contract

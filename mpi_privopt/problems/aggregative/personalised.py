@@ -3,27 +3,30 @@ r"""Personalised learning, Chen & Wang 2025 eq. (22): an aggregative problem on 
 Agent i owns a classifier x_i (its block, n_i = the model's parameter count), a local data
 partition D_i (N_i points) and a history of samples drawn from it. With L(x_i; xi) the
 cross-entropy of x_i on sample xi and weights w_p = c_p / |D_i^t| over the distinct points
-drawn so far (count weights, :mod:`sample_history`; notes 7 item 7, phi = xi)::
+drawn so far (count weights, :mod:`sample_history`; phi = xi;
+docs/methods/chen2025.md, "Personalised-learning task")::
 
     g_i^t(x_i)      = sum_p w_p L_p(x_i)                                   (r = 1; G_i^t)
     f_i^t(x_i, y)   = sum_p w_p [ L_p(x_i) + lambda_pen (L_p(x_i) - y)^2 ]  (F_i^t, h of (22))
     G^t(x)          = (1/m) sum_i g_i^t(x_i),   problem: min_x sum_i f_i^t(x_i, G^t(x))
 
-and the closed forms of notes 5.1 (each one backward pass through the model)::
+and the closed forms (each one backward pass through the model)::
 
     nabla g_i^t(x) z   = sum_p w_p z nabla L_p(x)
     nabla_x f_i^t(x,y) = sum_p w_p (1 + 2 lambda_pen (L_p(x) - y)) nabla L_p(x)
     nabla_y f_i^t(x,y) = -2 lambda_pen (g_i^t(x) - y)
 
 so ``(1/m) sum_j nabla_y f_j(x_j, G) = 0`` at the exact aggregate: the y-gradient tracker
-only carries tracking error and noise in this task (notes 5.1).
+only carries tracking error and noise in this task (docs/methods/chen2025.md,
+"Personalised-learning task").
 
 Each call to :meth:`PersonalisedLearning.observe` draws ``count * batch`` samples i.i.d.
 with replacement from the agent's sampling stream (:func:`sampling_rng`, keyed by
 ``(seed, agent)``); ``batch`` is the task's B, so an algorithm calls ``observe()`` once per
 iteration. The per-sample losses of the history are computed once per (x, history) pair.
 
-Metrics (:meth:`PersonalisedLearning.evaluator`, notes 6.3 and 7 item 9), on the *full*
+Metrics (:meth:`PersonalisedLearning.evaluator`; docs/methods/chen2025.md, "Training loss"),
+on the *full*
 local partitions (uniform weights, not the history), with G computed exactly:
 
 ``objective``            (1/m) sum_i F_i(x_i, G(x)), G = mean over agents of G_i(x_i)
@@ -36,7 +39,7 @@ local partitions (uniform weights, not the history), with G computed exactly:
 The aggregate share is this agent's exact mean training loss G_i(x_i), a scalar, so the
 ``local`` mode has the objective too. The model ``w`` handed to the evaluator is the
 agent's stacked estimate **x**_i (what ``ldp-aggregative`` hands the monitor; x_i = R_i
-**x**_i, notes 7 item 18) or its block x_i alone.
+**x**_i, docs/methods/chen2025.md, "Which iterate") or its block x_i alone.
 
 Randomness: the split of the data among agents uses ``SeedSequence(seed, spawn_key=
 (SPLIT_TAG, 0))`` (training set) and ``(SPLIT_TAG, 1)`` (test set), the same on every agent;
@@ -207,7 +210,7 @@ class PersonalisedLearning:
                                _scalar(y, "y"))
 
     def direction(self, x_i: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """nabla_x f_i^t(x_i, y) + nabla g_i^t(x_i) z in one backward pass (notes 2.7, u_i)."""
+        """nabla_x f_i^t(x_i, y) + nabla g_i^t(x_i) z in one backward pass (u_i)."""
         weights = self.history.weights
         coef = x_coefficients(self._losses(x_i), weights, self.lambda_pen, _scalar(y, "y"))
         return self._backward(x_i, coef + weights * _scalar(z, "z"))
@@ -222,7 +225,8 @@ class PersonalisedLearning:
 
     def initial_blocks(self, n_agents: int) -> list[np.ndarray]:
         """Every agent's x_j^0 (public: the same model for all, streams keyed by (seed, j)),
-        so every stacked estimate can start at the same **x**^0 (notes 7 item 10)."""
+        so every stacked estimate can start at the same **x**^0
+        (docs/methods/chen2025.md, "Initialisation")."""
         return [self._initial(j) for j in range(int(n_agents))]
 
     # --- metrics on the full partitions -----------------------------------------------------
@@ -256,7 +260,7 @@ class PersonalisedLearning:
 
     def own_block(self, w: np.ndarray) -> np.ndarray:
         """x_i from what a method hands the monitor: the stacked estimate **x**_i (length
-        m n_i; x_i = R_i **x**_i, notes 7 item 18) or the block x_i itself (length n_i)."""
+        m n_i; x_i = R_i **x**_i) or the block x_i itself (length n_i)."""
         w = np.asarray(w, dtype=np.float64)
         if w.size == self.block_size:
             return w

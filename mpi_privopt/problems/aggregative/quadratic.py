@@ -1,4 +1,5 @@
-r"""A strongly convex quadratic aggregative instance with a closed-form optimum (notes 6.1).
+r"""A strongly convex quadratic aggregative instance with a closed-form optimum
+(docs/methods/chen2025.md, "Quadratic test instance").
 
 Agent i (of m) has a block x_i in R^{n_i} (n_i = ``block``), an aggregate map with values
 in R^r (r = ``aggregate``) and the private parameters A_i (r x n_i), p_i (n_i) and b_i (r).
@@ -25,7 +26,8 @@ sums S_xi and S_phi of the samples and their count c (so an iteration costs O(1)
 Streams (``(seed, agent)`` only, never the rank placement): the parameters from
 ``SeedSequence([seed, TAG, 1, agent])``; the initial block x_i^0 ~ U(-init, init)^{n_i}
 from ``SeedSequence([seed, TAG, 2, j])`` (data-independent, so every agent can compute
-every x_j^0: notes 7 item 10); the samples from the agent's sampling stream
+every x_j^0: docs/methods/chen2025.md, "Initialisation"); the samples from the agent's
+sampling stream
 (:func:`~mpi_privopt.problems.sampling.sampling_rng`), each draw of ``count`` samples
 taking xi (count x r) and then phi (count x n_i).
 
@@ -204,7 +206,8 @@ class QuadraticAggregative:
                                            + self.opts.kappa * A.T @ np.mean([s[2] for s in shares], axis=0))
         #: the centralised optimum in the engine's form (models.npz stores it beside the models)
         self.reference = ReferenceSolution(self.x_star, self.optimum_value,
-                                           "closed form (linear system of notes 6.1)", True,
+                                           "closed form (linear system of "
+                                           "docs/methods/chen2025.md)", True,
                                            float(np.max(np.abs(residual))))
 
     def evaluator(self, mode: str) -> Evaluator | None:

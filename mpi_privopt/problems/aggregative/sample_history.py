@@ -1,9 +1,10 @@
 """The history of samples an agent has drawn from its finite local set, as count weights.
 
 Chen & Wang 2025 average the empirical f_i^t and g_i^t over *every* sample drawn so far
-(eq. 3). Samples are drawn i.i.d. with replacement from the agent's N_i local points (notes
-7 item 7), so the history average of any per-sample function h equals a count-weighted
-average over the distinct points drawn (notes 2.7):
+(eq. 3). Samples are drawn i.i.d. with replacement from the agent's N_i local points
+(docs/methods/chen2025.md, "Samples per iteration"), so the history average of any per-sample
+function h equals a count-weighted
+average over the distinct points drawn (docs/methods/chen2025.md, "Full-history averages"):
 
     (1/|D^t|) sum_{k in history} h(xi_k) = sum_p (c_p / |D^t|) h(xi_p),
 

@@ -6,7 +6,8 @@ iteration, through one gradient query of that record's function. The program is
     min_x  F(x) = (1/N) sum_i f_i(x) + g(x),     f_i(x) = loss(<a_i, x>, b_i),
                                                  g(y)   = c1 ||y||_1 + c2 ||y||_2^2,
 
-with the split x - y = 0 (A = I, B = -I, c = 0; notes A10: A = [I_m | D] with m = n and an
+with the split x - y = 0 (A = I, B = -I, c = 0; docs/methods/chan2023.md, "Constraint form": A
+= [I_m | D] with m = n and an
 empty D, the form the theory needs, so no elimination is done). The loss is the problem's
 (squared ``(<a,x> - b)^2`` as in the paper, or logistic), c1 and c2 are the problem's l1
 and l2, counted **once** (not shared 1/K between agents as for the consensus problems).

@@ -1,4 +1,5 @@
-"""The heterogeneous split of Chen & Wang 2025 (Section VI-A; notes 5.2 and 7 item 6).
+"""The heterogeneous split of Chen & Wang 2025 (Section VI-A;
+docs/methods/chen2025.md, "Data split").
 
 The paper: "60% of the data from the i-th and the (2i)-th classes was assigned to agent i,
 while the remaining 40% was evenly distributed among the other agents". Read literally (i =
@@ -10,7 +11,7 @@ readings are offered. Both say which agents *claim* each class c; then, per clas
 * a class nobody claims is shared evenly by all agents, and a class every agent claims
   (m = 1) goes wholly to them.
 
-``heterogeneous`` (default; notes 7 item 6)
+``heterogeneous`` (default)
     Agent a (0-indexed) claims the classes c with ``floor(c m / C) = a``: with m = 5 and C =
     10 the pairs {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, so each agent claims two classes
     and every class has one claimant. With m = C each agent claims one class; with m > C

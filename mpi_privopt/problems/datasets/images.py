@@ -7,7 +7,7 @@ task runs offline; real MNIST / CIFAR-10 are read from a user's files (:mod:`ima
 
 ``digits`` (MNIST stand-in)
     scikit-learn's ``load_digits``: 1797 grey 8x8 images, pixel values 0..16 (scale 1/16).
-``colour-digits`` (CIFAR-10 stand-in, notes 6.2 (a))
+``colour-digits`` (CIFAR-10 stand-in, docs/methods/chen2025.md, "Stand-ins for MNIST and CIFAR-10")
     The same digits in colour: each image gets a background colour ``b`` and a foreground
     colour ``f`` (a pair uniform in [0, 1]^3, the brighter one, by mean over channels, the
     foreground; redrawn until it is brighter by at least :data:`MIN_CONTRAST`), the pixel

@@ -1,4 +1,5 @@
-"""The data of Chan, Xie & Zhao's experiments (notes 4.2), as the authors' notebook makes it.
+"""The data of Chan, Xie & Zhao's experiments, as the authors' notebook makes it
+(docs/methods/chan2023.md, "Data").
 
 ``make_singular(n_samples=1000, n_features=64, seed=18, noise=0.01, radius=r)``::
 
@@ -10,7 +11,8 @@
     b    = A x' + noise rng.normal(size=N)
 
 The per-sample centring (the notebook's StandardScaler on the transposed matrix) is why no
-record's f_i(x) = (<a_i, x> - b_i)^2 is strongly convex (notes 4.3, A4).
+record's f_i(x) = (<a_i, x> - b_i)^2 is strongly convex
+(docs/methods/chan2023.md, "Strong convexity in the experiments").
 """
 from __future__ import annotations
 

@@ -3,16 +3,18 @@
 A model is the map from a parameter vector x (length ``n_params``, the agent's block x_i)
 to per-sample cross-entropies L_p(x) = -log softmax(logits(x; image_p))[label_p], and the
 one backward pass the task needs: ``sum_p c_p nabla L_p(x)`` for coefficients c_p (every
-gradient of eq. (22) has that form, notes 5.1). Images come as float64 (N, C, H, W) in [0, 1].
+gradient of eq. (22) has that form, docs/methods/chen2025.md, "Personalised-learning task").
+Images come as float64 (N, C, H, W) in [0, 1].
 
 ``softmax`` (default)
     Multinomial logistic regression in numpy: logits = flatten(image) W + b, with W of
     shape (C H W, classes) stored first (row-major) and b last. Convex, fast; used by tests.
 ``cnn``
-    The notes' scaled-down CNNs through PyTorch (optional extra ``torch``; see
+    The paper's CNNs, scaled down, through PyTorch (optional extra ``torch``; see
     :mod:`mpi_privopt.problems.models.torch_cnn`).
 
-Initialisation (notes 7 item 10) is PyTorch's default for linear layers, drawn with the
+Initialisation (docs/methods/chen2025.md, "Initialisation") is PyTorch's default for linear
+layers, drawn with the
 agent's numpy generator: every weight and bias uniform in ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``.
 """
 from __future__ import annotations

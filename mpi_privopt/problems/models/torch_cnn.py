@@ -1,4 +1,5 @@
-"""The paper's CNNs, scaled as in the notes (6.2, 7 item 15), through PyTorch (optional).
+"""The paper's CNNs, scaled down for small images, through PyTorch (optional;
+docs/methods/chen2025.md, "Models").
 
 Install with ``pip install 'mpi_privopt[torch]'``; nothing else in the package needs it, and
 the tests of this module skip without it. The parameters are one float64 vector x (the
@@ -20,8 +21,8 @@ Colour images (3 channels; the paper's "four-layer CNN", CIFAR-10)::
     colour digits (up to 16x16): (16, 16, 32, 32)   about 17k parameters
     32x32 CIFAR-10:              (32, 32, 64, 64)   about 66k parameters
 
-No batch norm (its running statistics are not parameters of x) and no dropout (notes 7
-item 15). Initialisation: PyTorch's default bounds for Conv2d / Linear (uniform in
+No batch norm (its running statistics are not parameters of x) and no dropout.
+Initialisation: PyTorch's default bounds for Conv2d / Linear (uniform in
 ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]`` for weights and biases) but drawn with the agent's
 numpy generator, so the initial block depends on the seed alone, not on torch's global RNG.
 """
@@ -35,7 +36,7 @@ from mpi_privopt.errors import ConfigError
 
 __all__ = ["torch_available", "TorchClassifier", "make_cnn", "SMALL_IMAGE"]
 
-#: images up to this side length get the scaled-down widths of the notes (digits stand-ins)
+#: images up to this side length get the scaled-down widths (digits stand-ins)
 SMALL_IMAGE = 16
 # rows per forward pass, so that evaluating on a whole data set stays within memory
 _CHUNK = 2048
