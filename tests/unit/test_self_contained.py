@@ -39,6 +39,7 @@ FORBIDDEN = {
     "a cited note in brackets": re.compile(rf"(?<![\w.])\({NOTE}[),;]"),
     "a shared file": re.compile(r"shared/(?:" + NOTE + "|pap" + "ers)/"),
     "the shared architecture file": re.compile("ARCHI" + r"TECTURE\.md"),
+    "a bare list item": re.compile(r"[(;,] ?[AE][0-9]{1,2}[);]"),
     "a tracker issue": re.compile(rf"\b[{ISSUE[0].upper()}{ISSUE[0]}]{ISSUE[1:]}s? #?[0-9]+"),
 }
 
@@ -75,6 +76,8 @@ def test_the_scan_sees_the_package_docs_and_tests():
     ("a cited note in brackets", "Expected (" + NOTE + "), not"),
     ("a shared file", "`shared/" + NOTE + "/x.md`"),
     ("the shared architecture file", "../shared/ARCHI" + "TECTURE.md"),
+    ("a bare list item", "convex (" + "A4): strongly"),
+    ("a bare list item", "outside (23); " + "A6)"),
     ("a tracker issue", "(" + ISSUE + " 14 part 2)"),
     ("a tracker issue", ISSUE.capitalize() + " 12's speed goal"),
 ])
