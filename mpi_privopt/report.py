@@ -104,17 +104,22 @@ def incomplete_text(run: dict) -> str:
 def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
     """A run that ended without its summary but with a checkpoint: status "failed",
     what it had reached and spent at that checkpoint (every agent's saved ledger)."""
-    from .checkpoint import resume_command
+    from .checkpoint import is_final, resume_command, run_iterations
     from .privacy.report import privacy_report
     privacy = privacy_report([m["ledger"] for m in metas], info["delta"], info["noise"])
     worst = privacy["worst_link"]
+    # the run's own end (not an earlier part's, before an extension that did not finish)
+    ended = is_final(path, info) and run_iterations(path) == info["iteration"]
     return [f"failed run {path}: status failed (it ended without its summary: a rank was "
-            f"killed, or the job was); {measured}",
+            f"killed, or the job was); {measured}" + (
+                f"; it had reached its end (iteration {info['iteration']}, final state "
+                "saved) but not written all its results" if ended else ""),
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
             f"link epsilon {_eps(privacy['worst_link_epsilon'])} at delta "
             f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
             f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
-            f"continue with: {resume_command(path, info['ranks'])}"]
+            ("write the results (nothing is run or released) with: " if ended else
+             "continue with: ") + resume_command(path, info["ranks"])]
 
 
 #: the record files named in the report, by reason
