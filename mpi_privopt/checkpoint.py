@@ -373,10 +373,20 @@ class Checkpointer:
                 "traffic": s.net.meter.rows(ranks),
                 **({"wall_seconds": wall_seconds} if final else {})})
         path = state_path(s.run_dir, rank, n)
-        record = pickle.dumps({"meta": meta, "state": dump_state(s)},
-                              protocol=pickle.HIGHEST_PROTOCOL)
-        failure = _try(lambda: (self._dir.mkdir(exist_ok=True),
-                                write_atomic(path, record, "checkpoint-write", rank, n)))
+        failure = None
+        try:
+            record = pickle.dumps({"meta": meta, "state": dump_state(s)},
+                                  protocol=pickle.HIGHEST_PROTOCOL)
+        except ConfigError as err:
+            if not final:
+                raise
+            # the end saves every run's state, also one a caller's hook made unpicklable
+            # (a listener holding a file): every rank learns it below, and the results
+            # are written all the same (run_commit.py)
+            failure = err.what
+        if failure is None:
+            failure = _try(lambda: (self._dir.mkdir(exist_ok=True),
+                                    write_atomic(path, record, "checkpoint-write", rank, n)))
         failures = s.eval_comm.allgather(failure)
         if not any(failures) and rank == 0:
             failure = _try(lambda: self._point_latest(s, n, ranks, final))
