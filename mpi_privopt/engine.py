@@ -42,7 +42,7 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph, run_graph  # noqa: F401  (the runners import build_graph)
-from .progress import Progress, progress_wanted
+from .progress import Progress, progress_line
 from .results import RunDirectory, choose_run_dir, release_run_dir, write_json
 from .summary import EVALUATION_NOTES
 from .budget_stop import speak_for_stopped_agents, stop_record_path
@@ -146,7 +146,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         e.g. to attach a receive listener that models a curious neighbour.
     progress : bool, optional
         Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
-        ``run.progress`` says (``auto``: when stderr is a terminal).
+        ``run.progress`` says (``auto``: when a person watches, :mod:`mpi_privopt.watching`).
     resume : bool, optional
         Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
         run's only in ``run.iterations``); from a final checkpoint at ``run.iterations``,
@@ -168,8 +168,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     try:
         session = set_up(cfg, out, comm, eval_comm,
                          stream if comm.Get_rank() == 0 else None, on_setup, resume)
-        if session.root and (progress_wanted(cfg.run.progress) if progress is None else progress):
-            session.progress = Progress(cfg.run.iterations)
+        if session.root:
+            mode = cfg.run.progress if progress is None else ("on" if progress else "off")
+            session.progress = progress_line(mode, cfg.run.iterations)
         try:
             iterate(session, hold)
         finally:

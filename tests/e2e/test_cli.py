@@ -292,8 +292,13 @@ def test_privacy_commands(capsys):
 def test_bench_runs_all_three_parts(tmp_path):
     out = tmp_path / "bench.json"
     proc = mpirun(3, "bench", "--sizes", "8,1000", "--repeats", "20", "--iterations", "50",
-                  "--json", str(out))
+                  "--json", str(out), "--progress")
     assert proc.returncode == 0, proc.stderr
+    # rank 0's progress line, asked for: whole lines on stderr, from the start to the end
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("bench ")]
+    assert lines[0].startswith("bench   0%  1/3 exchange") and "\r" not in proc.stderr
+    assert lines[-1].startswith("bench 100%  done  elapsed") and lines.count(lines[-1]) == 1
+    assert "elapsed" not in proc.stdout
     result = json.loads(out.read_text())
     assert [r["doubles"] for r in result["exchange"]] == [8, 1000]
     # an MPI-3 library (Open MPI 4.1) has no persistent variants to compare with: null
