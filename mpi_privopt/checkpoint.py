@@ -380,8 +380,8 @@ class Checkpointer:
         except ConfigError as err:
             if not final:
                 raise
-            # the end saves every run's state, also one a caller's hook made unpicklable
-            # (a listener holding a file): every rank learns it below, and the results
+            # the end saves every run's state, even one that cannot be pickled (a method
+            # holding a module or a lock): every rank learns it below, and the results
             # are written all the same (run_commit.py)
             failure = err.what
         if failure is None:

@@ -114,6 +114,10 @@ class Session:
     resumed: Any = None  # a checkpoint.Resume when the session continues a run
     interrupted: int = 0  # the signal every agent agreed to stop on (0: none)
     stopped_at: int | None = None
+    #: whether the run's end saves its final state (mpi_privopt/run_commit.py): not for a
+    #: run with an ``on_setup`` hook (an attack, an audit, a test's spy), which attaches
+    #: what is not the run's own state and which a resume could not attach again
+    final_state: bool = True
 
     @property
     def rank(self) -> int:
@@ -270,6 +274,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                       noise=noise, algorithm=algorithm, monitor=monitor, directory=directory,
                       divergence=divergence)
     session.checkpoints = checkpoint.Checkpointer(session, cfg.run.checkpoint_every)
+    session.final_state = on_setup is None
     return session
 
 

@@ -5,7 +5,8 @@ on a signal), a run's end is written in this order:
 
 1. **the final state**: every rank's checkpoint at the end iteration
    (:class:`~mpi_privopt.checkpoint.Checkpointer`, with ``latest.json`` marked
-   ``final``), written by every run, whatever ``run.checkpoint_every`` says. A signal's
+   ``final``), written by every run, whatever ``run.checkpoint_every`` says (but one
+   with an ``on_setup`` hook: ``engine.Session.final_state``). A signal's
    stop has just written it; a resume that finishes a run starts from it;
 2. **the results**: each agent's own model file (``local`` and ``none`` modes), then on
    rank 0 ``traffic.json``, ``privacy.json`` and ``models.npz``, each written to a hidden
@@ -172,7 +173,7 @@ def finish(s) -> RunResult | None:
     wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
     _agree_written(s, failure, end, unsaved)
     fault("commit-end", rank, end)
-    if unsaved:
+    if unsaved and s.final_state:
         print(f"mpi_privopt: warning: {unsaved}; the results are complete, but the run "
               "cannot be extended from its end", file=sys.stderr, flush=True)
     if not s.interrupted:  # an interrupted run says one line (the command line's)
@@ -193,12 +194,15 @@ def _timings_from_final_state(s, end: int) -> None:
 def _save_final_state(s, end: int) -> str:
     """Step 1: every rank's checkpoint at ``end`` ('' once written, or what went wrong).
 
-    Skipped when it exists: a signal's stop wrote it, or the run resumed from it. A
+    Skipped when it exists (a signal's stop wrote it, or the run resumed from it) and
+    for a run with an ``on_setup`` hook (``Session.final_state``). A
     checkpoint that cannot be written (a full disk: every rank knows) does not stop the
     results from being written; the run then cannot be extended from its end.
     """
     if s.checkpoints.saved_at == end:
         return ""
+    if not s.final_state:  # a hooked run (engine.Session.final_state): none by design
+        return "a run with an on_setup hook saves no final state"
     if s.directory is not None:
         s.directory.sync_metrics()  # every row to ``end`` durable before latest.json says so
     try:
