@@ -31,7 +31,7 @@ from time import perf_counter
 import numpy as np
 from mpi4py import MPI
 
-from . import problems, topology
+from . import display, problems, topology
 from .agent import Agent
 from .algorithms.dgd import DGD
 from .checkpoint import StopOnSignal
@@ -391,7 +391,8 @@ def main(args) -> int:
             else "no persistent collectives (MPI 3): persistent variants n/a, the channel "
                  "runs its blocking fallback")
     print(f"bench: {size} ranks, {args.topology} graph ({graph.number_of_edges()} edges), "
-          f"{MPI.Get_library_version().splitlines()[0].strip()}\n       {path}")
+          f"{display.mpi_library(MPI.get_vendor()[0], MPI.get_vendor()[1], MPI.Get_version())}"
+          f"\n       {path}")
     print("\n1. one neighbour exchange (allgather), us per exchange, best of "
           f"{ROUNDS} alternating rounds")
     print("   raw: Neighbor_allgather; persistent: raw with Neighbor_allgather_init; "

@@ -107,6 +107,7 @@ def cmd_check(args) -> int:
     from . import problems
     import numpy as np
 
+    from . import display
     from .commands.noise_outlook import prelaunch_notes
     from .prelaunch import check_run_input
     from .topology import describe
@@ -128,12 +129,15 @@ def cmd_check(args) -> int:
                                          for a in d if a.size]))
     info = describe(graph)
     print(f"config {cfg.source}: OK for {args.ranks} ranks")
-    print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")
+    params = {k: v for k, v in cfg.to_dict()["algorithm"].items() if k != "name"}
+    print(f"  algorithm  {cfg.algorithm.name}"
+          + (f"  ({display.mapping(params)})" if params else ""))
     source = (f"preset {cfg.problem.preset or 'gade2017'}" if cfg.problem.name == "polynomial"
               else f"data {cfg.problem.data}" if cfg.problem.data else "synthetic data")
     print(f"  problem    {cfg.problem.name}  ({source})")
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
-          f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
+          f"degree {info['min_degree']}..{info['max_degree']} "
+          f"(mean {display.number(info['average_degree'])})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
     for note in notes:
         print(note, file=sys.stderr, flush=True)
@@ -144,6 +148,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from . import display
     from .algorithms import ALGORITHMS
     from .config import packaged_experiments
     from .problems import PROBLEMS
@@ -157,7 +162,8 @@ def cmd_list(args) -> int:
     print("  " + ", ".join(TOPOLOGIES))
     print("problems (problem.name):")
     for name, spec in PROBLEMS.items():
-        print(f"  {name:<16} loss {spec.loss.name}, l1 {spec.l1}, l2 {spec.l2}")
+        print(f"  {name:<16} loss {spec.loss.name}, l1 {display.exact(spec.l1)}, "
+              f"l2 {display.exact(spec.l2)}")
     from .problems.polynomial_presets import PRESETS
     print(f"  {'polynomial':<16} polynomial objectives, problem.preset: {', '.join(PRESETS)}")
     print("packaged experiments (run by name):")
@@ -289,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m mpi_privopt`` and ``mpi-privopt``."""
     args = build_parser().parse_args(argv)
+    from .display import install_warning_format
+    install_warning_format()  # a warning is one line for a person, not a file:line
     try:
         code = args.func(args)
     except BrokenPipeError:

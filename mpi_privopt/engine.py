@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 from mpi4py import MPI
 
-from . import topology
+from . import display, topology
 from .agent import Agent
 from .algorithms import ALGORITHMS
 from .collective import agree, computed_once
@@ -266,7 +266,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
             _print(stream, f"note: {setup_note}")
         if problem.reference is not None:
             _print(stream, f"reference optimum: {problem.reference.method}, "
-                           f"F(w_c) = {problem.reference.value:.6g}")
+                           f"F(w_c) = {display.number(problem.reference.value)}")
         else:
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
     session = Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,

@@ -25,6 +25,7 @@ from collections import deque
 from time import perf_counter
 from typing import TextIO
 
+from . import display
 from .watching import is_terminal, watched
 
 #: the values of ``run.progress``
@@ -180,7 +181,7 @@ class Progress:
         if left is not None:
             parts.append(f"remaining ~{_seconds(left)}")
         if epsilon is not None:
-            parts.append(f"epsilon {epsilon:.4g} (worst link)")
+            parts.append(f"epsilon {display.loss(epsilon)} (worst link)")  # rounded up
         return "  ".join(parts)
 
     def update(self, done: float, epsilon: float | None = None,

@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from .. import display
 from ..algorithms.aggregative_parts import RobustTracking
 from ..errors import ConfigError
 from ..privacy.ldp_budget import BLOCKS
@@ -237,8 +238,8 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
     bound = stats.pure_split_audit(h["statistic"], h["positive"], confidence)
     flags = []
     if bound["eps_lower"] > ledger_eps:
-        flags.append(f"epsilon: lower bound {bound['eps_lower']:.4g} > ledger epsilon "
-                     f"{ledger_eps:.4g} on link {target}->{receiver}")
+        flags.append(f"epsilon: lower bound {display.lower_bound(bound['eps_lower'])} > "
+                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}")
     if h["worst_shift_ratio"] > 1.0 + SHIFT_TOLERANCE:
         worst = max(h["block_shift_ratio"], key=h["block_shift_ratio"].get)
         flags.append(f"sensitivity: the canary moves block {worst} by "
@@ -282,9 +283,11 @@ def format_pure_report(report: dict) -> str:
         f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
         f"{report['releases']} messages, {report['trials']} trials, seed {report['seed']}, "
         f"{report['noise_mode']} noise)",
-        f"  ledger epsilon      {report['ledger_epsilon']:.4f}   (pure, delta = 0; the "
-        f"trials booked {report['booked_epsilon']:.4f})",
-        f"  audited epsilon >=  {b['eps_lower']:.4f}   (gap ratio {report['gap_ratio']:.3f}; "
+        # the ledger's losses rounded up, the audit's lower bound down: both claims hold
+        f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   (pure, delta = 0; "
+        f"the trials booked {display.loss(report['booked_epsilon'])})",
+        f"  audited epsilon >=  {display.lower_bound(b['eps_lower']):<6}   "
+        f"(gap ratio {report['gap_ratio']:.3f}; "
         f"threshold {b['threshold']:.4g}, FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR "
         f"{b['fnr']:.4f} <= {b['fnr_upper']:.4f} on {b['negatives'] + b['positives']} held-out "
         f"trials, Clopper-Pearson at {b['confidence']:g})",
@@ -303,7 +306,7 @@ def format_pure_report(report: dict) -> str:
             f"the {needed} a test that never errs needs" if needed is not None else
             "any audit can run") + " to reach half the ledger's epsilon")
     lines += [
-        f"  time                {report['seconds']:.2f} s",
+        f"  time                {display.duration(report['seconds'])}",
         format_verdict(report["verdict"], report["flags"], report["best_possible_epsilon"],
                        report["ledger_epsilon"], "epsilon",
                        "the bound grows with the number of trials, --trials"),

@@ -27,6 +27,7 @@ from time import perf_counter
 import numpy as np
 from mpi4py import MPI
 
+from .. import display
 from ..collective import agree
 from ..config import Config
 from ..engine import build_graph, run
@@ -220,10 +221,12 @@ def format_one_run(report: dict) -> str:
     return "\n".join([
         f"one-run audit of {report['algorithm']} on link {i}->{j} ({report['canaries']} "
         f"canaries in {report['features']} features, {report['releases']} releases)",
-        f"  ledger epsilon      {report['ledger_epsilon']:.4f}   at delta {report['delta']:g} "
-        f"(mu {report['ledger_mu']:.4f})",
-        f"  epsilon >=          {report['epsilon_lower']:.4f}   ({report['correct']} of "
+        # the ledger's losses rounded up, the audit's lower bound down: both claims hold
+        f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   at delta "
+        f"{report['delta']:g} (mu {display.loss(report['ledger_mu'])})",
+        f"  epsilon >=          {display.lower_bound(report['epsilon_lower']):<6}   "
+        f"({report['correct']} of "
         f"{report['guesses']} signs guessed right, confidence {report['confidence']:g}; at "
-        f"best {report['best_possible']:.4f} with {report['guesses']} guesses)",
-        f"  time                {report['seconds']:.2f} s",
+        f"best {display.number(report['best_possible'])} with {report['guesses']} guesses)",
+        f"  time                {display.duration(report['seconds'])}",
         verdict])

@@ -13,7 +13,7 @@ run), 3 a diverged run, 4 a stale checkpoint.
 """
 from __future__ import annotations
 
-import math
+from .. import display
 
 __all__ = ["PASS", "FAIL", "INCONCLUSIVE", "EXIT_STATUS", "decide", "format_verdict"]
 
@@ -41,22 +41,6 @@ def decide(flags: list[str], best_possible: float, ledger: float) -> str:
     return PASS if best_possible > ledger else INCONCLUSIVE
 
 
-def _up(x: float) -> str:
-    """``x`` to 4 significant digits, rounded up (a privacy loss is never understated)."""
-    if not math.isfinite(x) or x <= 0:
-        return f"{x:g}"
-    scale = 10.0 ** (math.floor(math.log10(x)) - 3)
-    return f"{math.ceil(x / scale - 1e-9) * scale:.4g}"
-
-
-def _down(x: float) -> str:
-    """``x`` to 4 significant digits, rounded down (a lower bound is never overstated)."""
-    if not math.isfinite(x) or x <= 0:
-        return f"{x:g}"
-    scale = 10.0 ** (math.floor(math.log10(x)) - 3)
-    return f"{math.floor(x / scale + 1e-9) * scale:.4g}"
-
-
 def format_verdict(verdict: str, flags: list[str], best_possible: float, ledger: float,
                    quantity: str, more: str) -> str:
     """The verdict lines the command prints last.
@@ -68,6 +52,6 @@ def format_verdict(verdict: str, flags: list[str], best_possible: float, ledger:
         return "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in flags)
     if verdict == INCONCLUSIVE:
         return (f"verdict: INCONCLUSIVE\n  - the audit could not have failed: at best it "
-                f"shows {quantity} >= {_down(best_possible)}, not above the ledger's "
-                f"{_up(ledger)}\n    ({more})")
+                f"shows {quantity} >= {display.lower_bound(best_possible)}, not above the ledger's "
+                f"{display.loss(ledger)}\n    ({more})")
     return "verdict: PASS"

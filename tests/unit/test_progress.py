@@ -51,7 +51,7 @@ def test_the_line_says_iteration_elapsed_remaining_and_epsilon():
         progress.rate.add(now, done)
     line = progress.line(50, 7.3124)
     assert line.startswith("iter  50/200  elapsed ")
-    assert "remaining ~18.0 s" in line and "epsilon 7.312 (worst link)" in line
+    assert "remaining ~18.0 s" in line and "epsilon 7.313 (worst link)"  # rounded up in line
     assert "remaining" not in progress.line(200)  # done: nothing remains
     assert "remaining" not in Progress(200).line(50)  # no rate yet: no guess
 
