@@ -164,7 +164,7 @@ def cmd_list(args) -> int:
     for name, spec in PROBLEMS.items():
         print(f"  {name:<16} loss {spec.loss.name}, l1 {display.exact(spec.l1)}, "
               f"l2 {display.exact(spec.l2)}")
-    from .problems.polynomial_presets import PRESETS
+    from .problems.consensus.polynomial_presets import PRESETS
     print(f"  {'polynomial':<16} polynomial objectives, problem.preset: {', '.join(PRESETS)}")
     print("packaged experiments (run by name):")
     print("  " + ", ".join(packaged_experiments()))

@@ -296,7 +296,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .privacy.noise import NOISE_MODES
     from .divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
-    from .problems.aggregative import is_aggregative
+    from .problems.registry import is_aggregative
     from .problems.config import local_l1
     from .topology import KINDS  # the names only: the builders import networkx
     from .watchdog import stall_timeout_seconds

@@ -15,7 +15,7 @@ An agent loads only its own data. What else travels depends on ``run.evaluate``:
     (:func:`~mpi_privopt.problems.config.local_l1`).
 
 A token method (``records=True``, e.g. ``token-admm``) minimises the mean over every record
-(:mod:`~mpi_privopt.problems.records`): each agent's record count travels once at set-up
+(:mod:`~mpi_privopt.problems.consensus.records`): each agent's record count travels once at set-up
 (public metadata: record ids are global indices), and the reference of a simulation is the
 optimum of that mean.
 
@@ -29,14 +29,14 @@ import numpy as np
 from mpi4py import MPI
 
 from .collective import agree, computed_once
-from .problems import aggregative
+from .problems.aggregative.objective import reference_share, use_reference
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1
 from .problems.metrics import REFERENCE, Evaluator
-from .problems.polynomial_presets import POLYNOMIAL
-from .problems.polynomial_problem import polynomial_objective, polynomial_reference
-from .problems.records import Records, pooled_problem
-from .problems.reference import solve_reference
+from .problems.consensus.polynomial_problem import polynomial_objective, polynomial_reference
+from .problems.consensus.records import Records, pooled_problem
+from .problems.reference.solver import solve_reference
+from .problems.registry import AGGREGATIVE_PROBLEMS, POLYNOMIAL, is_aggregative
 from .problems.sampling import sampling_rng
 
 
@@ -68,10 +68,10 @@ def build_problems(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
 
     A bad data file on any rank stops every rank with that rank's message. ``records``:
     the agents' rows are records of one mean objective (a token method); ``local`` is then
-    a :class:`~mpi_privopt.problems.records.Records`.
+    a :class:`~mpi_privopt.problems.consensus.records.Records`.
     """
     rank = comm.Get_rank()
-    if aggregative.is_aggregative(cfg.name):
+    if is_aggregative(cfg.name):
         return _aggregative_setup(cfg, comm, seed, evaluate)
     if cfg.name == POLYNOMIAL:
         local = agree(comm, lambda: polynomial_objective(cfg, seed, rank))
@@ -98,12 +98,12 @@ def _aggregative_setup(cfg: ProblemConfig, comm: MPI.Intracomm, seed: int,
     """An aggregative problem: each agent builds its own objective (its own data and
     sampling stream); in simulation, every agent's reference share reaches every agent."""
     rank, n_agents = comm.Get_rank(), comm.Get_size()
-    build = aggregative.AGGREGATIVE_PROBLEMS[cfg.name]
+    build = AGGREGATIVE_PROBLEMS[cfg.name]
     local = agree(comm, lambda: build(cfg.options, rank, n_agents, seed))
     if evaluate == REFERENCE:
-        shares = comm.allgather(aggregative.reference_share(local))
+        shares = comm.allgather(reference_share(local))
         if all(share is not None for share in shares):
-            agree(comm, lambda: aggregative.use_reference(local, shares))
+            agree(comm, lambda: use_reference(local, shares))
     return ProblemSetup(local, agree(comm, lambda: local.evaluator(evaluate)),
                         getattr(local, "reference", None))
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from mpi_privopt import walks
 from mpi_privopt.algorithms.gradient_admm import ElasticNetPenalty, iteration
-from mpi_privopt.problems.singular import make_singular
+from mpi_privopt.problems.datasets.singular import make_singular
 
 CHAIN_NOISE_TAG = 0x4E010003
 SCHEDULE_TAG = 0x57414C4B

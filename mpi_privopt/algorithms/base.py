@@ -92,7 +92,7 @@ class Algorithm(ABC):
         Whether the method needs symmetric links.
     uses_records : bool
         Whether ``agent.problem`` is the agent's records of one mean objective
-        (:class:`~mpi_privopt.problems.records.Records`, a token method) instead of its
+        (:class:`~mpi_privopt.problems.consensus.records.Records`, a token method) instead of its
         local objective f_k.
     min_agents : int
         The fewest agents it can run with (:meth:`check_agent_count`).

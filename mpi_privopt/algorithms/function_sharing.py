@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..privacy.release import Release
-from ..problems.polynomial import Polynomial, basis_size, monomial_basis
+from ..problems.consensus.polynomial import Polynomial, basis_size, monomial_basis
 from ..privacy.certificate import ADVERSARIES_MEANING, certificate_report
 from .base import Algorithm, register
 from .dgd import DGD, DGD_CHOICES, DGDParams, validate_box

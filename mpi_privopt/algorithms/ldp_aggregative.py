@@ -53,7 +53,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
                                   sensitivity_exponents)
-from ..problems.aggregative import is_aggregative
+from ..problems.registry import is_aggregative
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .base import Algorithm, register
 

@@ -39,7 +39,7 @@ import networkx as nx
 import numpy as np
 
 from ..algorithms.steps import step_size
-from ..problems.polynomial import Polynomial
+from ..problems.consensus.polynomial import Polynomial
 
 __all__ = ["PublicProtocol", "CoalitionView", "invert_gradients", "fit_polynomial",
            "SUPPORTED"]

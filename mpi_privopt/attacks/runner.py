@@ -20,7 +20,7 @@ from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.certificate import exposure, topology_certificate
-from ..problems.polynomial import monomial_basis
+from ..problems.consensus.polynomial import monomial_basis
 from .inversion import SUPPORTED, CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
 from .transcript import LinkRecorder, TargetProbe
 

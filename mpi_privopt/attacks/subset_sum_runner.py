@@ -21,7 +21,7 @@ from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.certificate import exposure, topology_certificate
-from ..problems.polynomial import monomial_basis
+from ..problems.consensus.polynomial import monomial_basis
 from .subset_sum import (RECOVERY_TOLERANCE, adversary_view, candidate_groups,
                          group_sum_estimate, indistinguishable_instance, AdversaryView)
 from .transcript import LinkRecorder

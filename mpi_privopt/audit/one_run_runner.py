@@ -196,9 +196,7 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             "best_possible": best_possible_bound(m, r, delta, confidence),
             "worst_nonlinearity": h.worst_nonlinearity, "seconds": seconds,
         }
-        report["flags"] = ([f"epsilon: lower bound {bound:.4g} > ledger epsilon "
-                            f"{ledger_eps:.4g} on link {target}->{receiver}"]
-                           if bound > ledger_eps else [])
+        report["flags"] = epsilon_flags(bound, ledger_eps, target, receiver)
         # r right guesses of r cannot refute more than best_possible: at or below the
         # ledger's epsilon, the audit could not have failed (INCONCLUSIVE, not PASS)
         report["verdict"] = decide(report["flags"], report["best_possible"], ledger_eps)
@@ -209,6 +207,16 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     report["run_dir"] = result.run_dir
     Path(result.run_dir, "one-run-audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def epsilon_flags(bound: float, ledger_epsilon: float, sender: int,
+                  receiver: int) -> list[str]:
+    """The audit's finding, if any: the lower bound above the ledger's epsilon, both shown
+    so that each stays true (the bound rounded down, the ledger's loss up)."""
+    if not bound > ledger_epsilon:
+        return []
+    return [f"epsilon lower bound {display.lower_bound(bound)} > ledger epsilon "
+            f"{display.loss(ledger_epsilon)} on link {sender}->{receiver}"]
 
 
 def format_one_run(report: dict) -> str:

@@ -8,10 +8,10 @@ from numbers import Integral, Real
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.aggregative import AGGREGATIVE_PROBLEMS, is_aggregative
-from mpi_privopt.problems.losses import LOSSES, Loss, make_loss
-from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, PRESETS
-from mpi_privopt.problems.registry import AUTO, PROBLEMS, ProblemSpec
+from mpi_privopt.problems.consensus.losses import LOSSES, Loss, make_loss
+from mpi_privopt.problems.consensus.polynomial_presets import PRESETS
+from mpi_privopt.problems.registry import (AGGREGATIVE_PROBLEMS, AUTO, POLYNOMIAL, PROBLEMS,
+                                          ProblemSpec, is_aggregative)
 
 __all__ = [
     "ProblemConfig",
@@ -60,10 +60,10 @@ class ProblemConfig:
         paper's r = 0.5, 0.3, 0.15, 0.1).
     preset : str
         For ``name = "polynomial"`` only: which polynomial objectives the agents hold
-        (:data:`~mpi_privopt.problems.polynomial_presets.PRESETS`; "" is ``gade2017``).
+        (:data:`~mpi_privopt.problems.consensus.polynomial_presets.PRESETS`; "" is ``gade2017``).
     options : dict
         For aggregative problems only (a key of
-        :data:`~mpi_privopt.problems.aggregative.AGGREGATIVE_PROBLEMS`): the problem's own
+        :data:`~mpi_privopt.problems.registry.AGGREGATIVE_PROBLEMS`): the problem's own
         options, the ``[problem.options]`` table, handed to its builder, which checks them
         (``--set problem.options.KEY=VALUE`` sets one).
     """

@@ -1,11 +1,24 @@
-"""The named problems: a loss and default regulariser coefficients each."""
+"""Every named problem (``[problem] name``), in one registry.
+
+:data:`PROBLEMS`
+    The consensus (finite-sum) problems: a loss and default regulariser coefficients each.
+:data:`POLYNOMIAL`
+    The polynomial objectives of Gade & Vaidya (2017) (presets in
+    :mod:`mpi_privopt.problems.consensus.polynomial_presets`).
+:data:`AGGREGATIVE_PROBLEMS`
+    The aggregative problems of Chen & Wang (2025), each a builder
+    ``builder(options, rank, n_agents, seed) -> AggregativeObjective``; a builder imports
+    its module when called, so naming the problems loads neither their data nor torch.
+"""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpi_privopt.problems.losses import LOSSES, Loss
+from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
+from mpi_privopt.problems.consensus.losses import LOSSES, Loss
 
-__all__ = ["ProblemSpec", "PROBLEMS", "AUTO"]
+__all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS", "is_aggregative"]
 
 #: Sentinel for ``l1``: ``AUTO_L1_FACTOR * ||X^T y||_inf`` on the globally stacked data.
 AUTO = "auto"
@@ -51,7 +64,35 @@ PROBLEMS: dict[str, ProblemSpec] = {
         _spec("logistic", "logistic", 0.0, 0.01),
         _spec("huber", "huber", 0.0, 0.01),
         # Chan, Xie & Zhao 2023's elastic net (c1 = 0.01, c2 = 0.1) on their generator's
-        # records (problems/records.py); samples = N records in all, split in blocks
+        # records (problems/consensus/records.py); samples = N records in all, split in blocks
         _spec("singular", "squared", 0.01, 0.1),
     )
 }
+
+#: ``[problem] name`` of the polynomial objectives (Gade & Vaidya 2017)
+POLYNOMIAL = "polynomial"
+
+
+def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
+               seed: int) -> AggregativeObjective:
+    from mpi_privopt.problems.aggregative.quadratic import build_quadratic
+    return build_quadratic(options, rank, n_agents, seed)
+
+
+def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
+                  seed: int) -> AggregativeObjective:
+    # imported when asked for: the image data sets and models are not needed otherwise
+    from mpi_privopt.problems.aggregative.personalised import build_personalised
+    return build_personalised(options, rank, n_agents, seed)
+
+
+#: the named aggregative problems (``[problem] name``), each a builder
+AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
+    "aggregative-quadratic": _quadratic,
+    "personalised": _personalised,  # Chen & Wang 2025, eq. (22): docs/datasets.md
+}
+
+
+def is_aggregative(name: str) -> bool:
+    """Whether ``[problem] name`` is an aggregative problem."""
+    return name in AGGREGATIVE_PROBLEMS

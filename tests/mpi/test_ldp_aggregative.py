@@ -32,7 +32,7 @@ import pytest
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.aggregative_quadratic import QuadraticOptions
+from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from ldp_reference import run_reference  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 
 from mpi_privopt import topology
 from mpi_privopt.attacks import CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
-from mpi_privopt.problems.polynomial_presets import preset_polynomial
+from mpi_privopt.problems.consensus.polynomial_presets import preset_polynomial
 
 ROUNDS = 40
 

@@ -7,9 +7,9 @@ from scipy.optimize import minimize
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems import ProblemConfig, load_agent_data, validate_problem_config
-from mpi_privopt.problems.polynomial import Polynomial, basis_size, monomial_basis
-from mpi_privopt.problems.polynomial_presets import preset_polynomial
-from mpi_privopt.problems.polynomial_problem import PolynomialObjective, PolynomialSum, \
+from mpi_privopt.problems.consensus.polynomial import Polynomial, basis_size, monomial_basis
+from mpi_privopt.problems.consensus.polynomial_presets import preset_polynomial
+from mpi_privopt.problems.consensus.polynomial_problem import PolynomialObjective, PolynomialSum, \
     minimize_separable
 
 

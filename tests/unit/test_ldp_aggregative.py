@@ -17,8 +17,8 @@ from mpi_privopt.privacy.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock
                                             PackedLaplaceEvent, SampledBlock, accounting_label,
                                             check_assumption4, fresh_batch)
 from mpi_privopt.privacy.transforms import resolve
-from mpi_privopt.problems.aggregative import AGGREGATIVE_PROBLEMS
-from mpi_privopt.problems.aggregative_quadratic import QuadraticOptions, build_quadratic
+from mpi_privopt.problems.registry import AGGREGATIVE_PROBLEMS
+from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions, build_quadratic
 from mpi_privopt.problems.sampling import sampling_rng
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError, DataError
-from mpi_privopt.problems.class_split import OWN_SHARE, claimants, split_by_class
-from mpi_privopt.problems.image_data import (MIN_CONTRAST, TEST_FRACTION, colour_digits,
+from mpi_privopt.problems.datasets.class_split import OWN_SHARE, claimants, split_by_class
+from mpi_privopt.problems.datasets.images import (MIN_CONTRAST, TEST_FRACTION, colour_digits,
                                              digits)
-from mpi_privopt.problems.image_files import (MNIST_FILES, load_cifar10, load_image_data,
+from mpi_privopt.problems.datasets.image_files import (MNIST_FILES, load_cifar10, load_image_data,
                                               load_mnist)
-from mpi_privopt.problems.personalised import build_personalised
+from mpi_privopt.problems.aggregative.personalised import build_personalised
 
 
 # --- stand-ins ---------------------------------------------------------------------------

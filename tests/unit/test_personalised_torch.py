@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.personalised import build_personalised
-from mpi_privopt.problems.torch_models import torch_available
+from mpi_privopt.problems.aggregative.personalised import build_personalised
+from mpi_privopt.problems.models.torch_cnn import torch_available
 
 needs_torch = pytest.mark.skipif(not torch_available(),
                                  reason="PyTorch is not installed (optional extra 'torch')")
@@ -23,7 +23,7 @@ def test_cnn_without_torch_is_refused_with_the_fix():
 @pytest.mark.parametrize("shape, params", [
     ((1, 8, 8), 1898), ((1, 28, 28), 28938), ((3, 8, 8), 16986), ((3, 32, 32), 66218)])
 def test_cnn_sizes_are_the_notes(shape, params):
-    from mpi_privopt.problems.torch_models import make_cnn
+    from mpi_privopt.problems.models.torch_cnn import make_cnn
 
     model = make_cnn(shape, 10)
     assert model.n_params == params

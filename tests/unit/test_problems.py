@@ -19,8 +19,8 @@ from mpi_privopt.problems import (
     true_parameter,
     validate_problem_config,
 )
-from mpi_privopt.problems.losses import Huber
-from mpi_privopt.problems.regularizers import penalty_subgradient
+from mpi_privopt.problems.consensus.losses import Huber
+from mpi_privopt.problems.consensus.regularizers import penalty_subgradient
 
 SMOOTH = ["squared", "huber", "logistic"]
 NONSMOOTH = ["absolute", "hinge"]

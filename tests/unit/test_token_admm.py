@@ -12,10 +12,10 @@ from mpi_privopt.algorithms.token_plan import plan_chain
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems import ProblemConfig, load_agent_data
-from mpi_privopt.problems.local import LocalProblem
-from mpi_privopt.problems.losses import LOSSES
-from mpi_privopt.problems.records import Records, pooled_problem, singular_counts
-from mpi_privopt.problems.singular import make_singular
+from mpi_privopt.problems.consensus.local import LocalProblem
+from mpi_privopt.problems.consensus.losses import LOSSES
+from mpi_privopt.problems.consensus.records import Records, pooled_problem, singular_counts
+from mpi_privopt.problems.datasets.singular import make_singular
 
 TOKEN = ["algorithm.name=token-admm", "problem.name=singular", "problem.samples=40"]
 

@@ -30,10 +30,10 @@ import numpy as np
 
 from ...algorithms.gradient_admm import iteration, y_step
 from ...errors import ConfigError
-from ...problems.global_problem import GlobalProblem
-from ...problems.local import LocalProblem
-from ...problems.losses import make_loss
-from ...problems.reference import solve_reference
+from ...problems.consensus.global_problem import GlobalProblem
+from ...problems.consensus.local import LocalProblem
+from ...problems.consensus.losses import make_loss
+from ...problems.reference.solver import solve_reference
 from .settings import (ITERATIONS, LFRAK_CASES, NOTEBOOK_ETA_OVERRIDE, NOTEBOOK_SEED,
                        PAPER_SIGMA, PENALTY, REFERENCE_ETA, SIGMA_CASE, SIGMAS, X0, Case)
 

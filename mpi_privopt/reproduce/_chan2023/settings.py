@@ -20,7 +20,7 @@ import numpy as np
 
 from ...algorithms.gradient_admm import ElasticNetPenalty
 from ...privacy.amplification import contraction_factor, midpoint_eta
-from ...problems.singular import make_singular
+from ...problems.datasets.singular import make_singular
 
 #: g(y) = c1 ||y||_1 + c2 ||y||^2 with the paper's c1 = 0.01, c2 = 0.1
 PENALTY = ElasticNetPenalty(c1=0.01, c2=0.1)

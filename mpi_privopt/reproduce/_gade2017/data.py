@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...problems.data import classification_labels
+from ...problems.datasets.agent_data import classification_labels
 
 __all__ = ["write_breast_cancer", "test_accuracy"]
 

@@ -10,7 +10,8 @@ far, each distinct sample weighted by how often it was drawn (notes 7 item 7), s
 iteration's cost does not grow with t beyond the number of distinct samples.
 
 :class:`AggregativeObjective` is the contract an aggregative method (``ldp-aggregative``
-and its baselines) computes against; :data:`AGGREGATIVE_PROBLEMS` names the builders,
+and its baselines) computes against; :data:`~mpi_privopt.problems.registry.AGGREGATIVE_PROBLEMS`
+names the builders,
 ``builder(options, rank, n_agents, seed) -> AggregativeObjective``, where ``options`` is
 the ``[problem.options]`` table of the configuration and the builder makes the agent's
 sampling stream from ``(seed, rank)`` (:func:`~mpi_privopt.problems.sampling.sampling_rng`).
@@ -24,7 +25,7 @@ Members with a default (not required of an implementation; callers use
 ``use_reference(shares)``
     Every agent's share, in agent order; the problem computes its reference (e.g. the
     closed-form x*) for its evaluator, and may keep it as ``reference`` (a
-    :class:`~mpi_privopt.problems.reference.ReferenceSolution`, stored in models.npz).
+    :class:`~mpi_privopt.problems.reference.solution.ReferenceSolution`, stored in models.npz).
 ``record_trackers(x_i, ytilde, ztilde)``
     Called by the method after each update with the point x_i^t its estimates were made
     at and its estimates of g(x^t) and (1/m) sum_j grad_y f_j (for the evaluator's
@@ -44,10 +45,9 @@ from typing import Protocol
 
 import numpy as np
 
-from .metrics import Evaluator
+from mpi_privopt.problems.metrics import Evaluator
 
-__all__ = ["AggregativeObjective", "AGGREGATIVE_PROBLEMS", "AggregativeBuilder",
-           "is_aggregative", "reference_share", "use_reference"]
+__all__ = ["AggregativeObjective", "AggregativeBuilder", "reference_share", "use_reference"]
 
 
 class AggregativeObjective(Protocol):
@@ -96,28 +96,3 @@ def use_reference(objective: AggregativeObjective, shares: Sequence[object]) -> 
     use = getattr(objective, "use_reference", None)
     if use is not None:
         use(list(shares))
-
-
-def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
-               seed: int) -> AggregativeObjective:
-    from .aggregative_quadratic import build_quadratic  # the instance imports this module
-    return build_quadratic(options, rank, n_agents, seed)
-
-
-def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
-                  seed: int) -> AggregativeObjective:
-    # imported when asked for: the image data sets and models are not needed otherwise
-    from .personalised import build_personalised
-    return build_personalised(options, rank, n_agents, seed)
-
-
-#: the named aggregative problems (``[problem] name``), each a builder
-AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
-    "aggregative-quadratic": _quadratic,
-    "personalised": _personalised,  # Chen & Wang 2025, eq. (22): docs/datasets.md
-}
-
-
-def is_aggregative(name: str) -> bool:
-    """Whether ``[problem] name`` is an aggregative problem."""
-    return name in AGGREGATIVE_PROBLEMS

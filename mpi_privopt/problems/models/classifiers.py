@@ -10,7 +10,7 @@ gradient of eq. (22) has that form, notes 5.1). Images come as float64 (N, C, H,
     shape (C H W, classes) stored first (row-major) and b last. Convex, fast; used by tests.
 ``cnn``
     The notes' scaled-down CNNs through PyTorch (optional extra ``torch``; see
-    :mod:`mpi_privopt.problems.torch_models`).
+    :mod:`mpi_privopt.problems.models.torch_cnn`).
 
 Initialisation (notes 7 item 10) is PyTorch's default for linear layers, drawn with the
 agent's numpy generator: every weight and bias uniform in ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``.
@@ -108,7 +108,7 @@ def make_model(name: str, input_shape: tuple[int, ...], classes: int) -> Classif
     if name == "softmax":
         return SoftmaxRegression(input_shape, classes)
     if name == "cnn":
-        from mpi_privopt.problems.torch_models import make_cnn
+        from mpi_privopt.problems.models.torch_cnn import make_cnn
 
         return make_cnn(input_shape, classes)
     raise ConfigError(f"unknown model {name!r}", f"use one of {list(MODELS)}")

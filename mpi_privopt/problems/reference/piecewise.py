@@ -22,7 +22,7 @@ from scipy import sparse
 from scipy.linalg import qr
 from scipy.optimize import linprog
 
-from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.consensus.global_problem import GlobalProblem
 
 __all__ = ["lp_minimize", "smoothing_minimize", "polish"]
 

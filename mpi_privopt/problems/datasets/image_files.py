@@ -20,7 +20,7 @@ import pickle
 import numpy as np
 
 from mpi_privopt.errors import ConfigError, DataError
-from mpi_privopt.problems.image_data import STAND_INS, ImageData
+from mpi_privopt.problems.datasets.images import STAND_INS, ImageData
 
 __all__ = ["MNIST_FILES", "CIFAR_FILES", "CIFAR_SUBDIR", "DATASETS", "load_mnist",
            "load_cifar10", "load_image_data", "read_idx"]

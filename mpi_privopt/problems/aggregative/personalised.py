@@ -52,12 +52,12 @@ from functools import lru_cache
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.class_split import SPLITS, split_by_class
-from mpi_privopt.problems.image_data import ImageData
-from mpi_privopt.problems.image_files import DATASETS, load_image_data
+from mpi_privopt.problems.datasets.class_split import SPLITS, split_by_class
+from mpi_privopt.problems.datasets.images import ImageData
+from mpi_privopt.problems.datasets.image_files import DATASETS, load_image_data
 from mpi_privopt.problems.metrics import LOCAL, NONE, REFERENCE, AgentMetrics, Evaluator, Metric
-from mpi_privopt.problems.models import MODELS, Classifier, make_model
-from mpi_privopt.problems.sample_history import SampleHistory
+from mpi_privopt.problems.models.classifiers import MODELS, Classifier, make_model
+from mpi_privopt.problems.aggregative.sample_history import SampleHistory
 from mpi_privopt.problems.sampling import sampling_rng
 
 __all__ = ["PersonalisedLearning", "build_personalised", "personalised_options",

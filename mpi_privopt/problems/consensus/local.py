@@ -5,10 +5,10 @@ import numpy as np
 
 from mpi_privopt.errors import DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss, resolve_l2
-from mpi_privopt.problems.losses import Loss, make_loss
+from mpi_privopt.problems.consensus.losses import Loss, make_loss
 from mpi_privopt.problems.metrics import (
     LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric)
-from mpi_privopt.problems.regularizers import penalty_value
+from mpi_privopt.problems.consensus.regularizers import penalty_value
 from mpi_privopt.problems.sampling import MinibatchSampler
 
 __all__ = ["LocalProblem", "make_local_problem"]
@@ -180,7 +180,7 @@ class LocalProblem:
         """The metrics of this consensus problem in evaluation mode ``mode``.
 
         ``reference``: error, objective gap and consensus gap to ``reference`` (a
-        :class:`~mpi_privopt.problems.reference.ReferenceSolution`). ``local``: objective
+        :class:`~mpi_privopt.problems.reference.solution.ReferenceSolution`). ``local``: objective
         sum_k f_k(w_k), mean training loss, and mean training accuracy for classification.
         ``none``: None (nothing is measured).
         """

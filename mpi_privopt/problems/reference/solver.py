@@ -28,41 +28,15 @@ data has no minimiser: the result is then a point of tiny F with ``converged=Fal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.consensus.global_problem import GlobalProblem
+from mpi_privopt.problems.reference.solution import ReferenceSolution
 
-__all__ = ["ReferenceSolution", "solve_reference", "REFERENCE_METHODS"]
+__all__ = ["solve_reference", "REFERENCE_METHODS"]
 
 REFERENCE_METHODS = ("auto", "closed-form", "newton", "lp", "smoothing")
-
-
-@dataclass(frozen=True)
-class ReferenceSolution:
-    """The centralised optimum.
-
-    Attributes
-    ----------
-    w : ndarray, shape (P,)
-    value : float
-        ``F(w)``.
-    method : str
-        Which solver produced it (see the module table).
-    converged : bool
-        Whether optimality was certified to the requested tolerance.
-    residual : float
-        Optimality residual: inf-norm of the minimum-norm subgradient (smooth losses)
-        or of the KKT stationarity of the certificate (piecewise linear; nan if none).
-    """
-
-    w: np.ndarray
-    value: float
-    method: str
-    converged: bool
-    residual: float = math.nan
 
 
 def _auto_method(problem: GlobalProblem) -> str:
@@ -115,7 +89,7 @@ def solve_reference(
 
 def _smooth(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolution:
     # scipy (imported by the solvers) is loaded only where a reference is solved
-    from mpi_privopt.problems.reference_smooth import (closed_form_ridge, gradient_scale,
+    from mpi_privopt.problems.reference.smooth import (closed_form_ridge, gradient_scale,
                                                        min_norm_subgradient, smooth_minimize)
     if method == "closed-form":
         w = closed_form_ridge(problem)
@@ -134,7 +108,7 @@ def _smooth(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolutio
 
 
 def _piecewise(problem: GlobalProblem, method: str, tol: float) -> ReferenceSolution:
-    from mpi_privopt.problems.reference_piecewise import lp_minimize, polish, smoothing_minimize
+    from mpi_privopt.problems.reference.piecewise import lp_minimize, polish, smoothing_minimize
     if method == "smoothing":
         w, residual, certified = smoothing_minimize(problem, tol)
         label = "smoothing-continuation Newton"

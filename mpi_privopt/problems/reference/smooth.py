@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from mpi_privopt.problems.global_problem import GlobalProblem
+from mpi_privopt.problems.consensus.global_problem import GlobalProblem
 
 __all__ = ["closed_form_ridge", "smooth_minimize", "min_norm_subgradient", "gradient_scale"]
 

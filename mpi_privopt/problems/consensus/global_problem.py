@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.local import LocalProblem
+from mpi_privopt.problems.consensus.local import LocalProblem
 
 __all__ = ["GlobalProblem"]
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .polynomial import Polynomial, monomial_basis
+from mpi_privopt.problems.consensus.polynomial import Polynomial, monomial_basis
+from mpi_privopt.problems.registry import POLYNOMIAL
 
-__all__ = ["POLYNOMIAL", "PRESETS", "DEFAULT_PRESET", "preset_dimension", "preset_polynomial"]
+__all__ = ["PRESETS", "DEFAULT_PRESET", "preset_dimension", "preset_polynomial"]
 
-POLYNOMIAL = "polynomial"
 PRESETS = ("gade2017", "random")
 DEFAULT_PRESET = "gade2017"
 DEGREE = 4

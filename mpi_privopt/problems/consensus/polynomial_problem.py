@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from .config import ProblemConfig
-from .global_problem import sum_of_local_values
-from .metrics import LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric
-from .polynomial import Polynomial
-from .polynomial_presets import preset_polynomial
-from .reference import ReferenceSolution
+from mpi_privopt.errors import ConfigError
+from mpi_privopt.problems.config import ProblemConfig
+from mpi_privopt.problems.consensus.global_problem import sum_of_local_values
+from mpi_privopt.problems.metrics import LOCAL, REFERENCE, AgentMetrics, ConsensusToReference, Evaluator, Metric
+from mpi_privopt.problems.consensus.polynomial import Polynomial
+from mpi_privopt.problems.consensus.polynomial_presets import preset_polynomial
+from mpi_privopt.problems.reference.solution import ReferenceSolution
 
 __all__ = ["PolynomialObjective", "PolynomialSum", "minimize_separable",
            "polynomial_objective", "polynomial_reference"]

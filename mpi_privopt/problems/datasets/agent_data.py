@@ -12,16 +12,17 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError, DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss
-from mpi_privopt.problems.polynomial_presets import POLYNOMIAL, preset_dimension
-from mpi_privopt.problems.datafiles import (
+from mpi_privopt.problems.consensus.polynomial_presets import preset_dimension
+from mpi_privopt.problems.registry import POLYNOMIAL
+from mpi_privopt.problems.datasets.files import (
     Table,
     check_finite,
     peek_feature_count,
     read_table,
     short_list,
 )
-from mpi_privopt.problems.records import SINGULAR, singular_block
-from mpi_privopt.problems.synthetic import synthetic_agent_data
+from mpi_privopt.problems.consensus.records import SINGULAR, singular_block
+from mpi_privopt.problems.datasets.synthetic import synthetic_agent_data
 
 __all__ = ["load_agent_data", "AGENT_PLACEHOLDER", "agent_path", "classification_labels"]
 

@@ -78,7 +78,8 @@ def _four_layer(nn, channels: int, height: int, width: int, classes: int):
 
 
 class TorchClassifier:
-    """A torch module seen as a :class:`~mpi_privopt.problems.models.Classifier` of a flat
+    """A torch module seen as a
+    :class:`~mpi_privopt.problems.models.classifiers.Classifier` of a flat
     float64 parameter vector.
 
     Parameters

@@ -17,7 +17,7 @@ agent knows them; for the paper's instance they follow from N and K).
 
 Instances
 ---------
-* ``singular``: the paper's data (:func:`~mpi_privopt.problems.singular.make_singular` with
+* ``singular``: the paper's data (:func:`~mpi_privopt.problems.datasets.singular.make_singular` with
   N = ``[problem] samples`` records in all, ``features``, label ``noise`` and ``radius``;
   the data seed is the authors' 18), c1 = 0.01, c2 = 0.1 by default.
 * any squared-loss or logistic problem on the data files users already give
@@ -33,11 +33,11 @@ import math
 import numpy as np
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.local import LocalProblem
+from mpi_privopt.problems.consensus.local import LocalProblem
 from mpi_privopt.problems.metrics import (LOCAL, REFERENCE, AgentMetrics, ConsensusToReference,
                                           Evaluator, Metric)
-from mpi_privopt.problems.regularizers import penalty_value
-from mpi_privopt.problems.singular import make_singular
+from mpi_privopt.problems.consensus.regularizers import penalty_value
+from mpi_privopt.problems.datasets.singular import make_singular
 
 __all__ = ["SINGULAR", "SINGULAR_DATA_SEED", "RECORD_LOSSES", "block_offsets", "singular_block",
            "Records", "pooled_problem"]

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
-from .reference import ReferenceSolution
-from .metrics import LOCAL, REFERENCE, AgentMetrics, Evaluator, Metric, REDUCTIONS
-from .sampling import sampling_rng
+from mpi_privopt.errors import ConfigError
+from mpi_privopt.problems.reference.solution import ReferenceSolution
+from mpi_privopt.problems.metrics import LOCAL, REFERENCE, AgentMetrics, Evaluator, Metric, REDUCTIONS
+from mpi_privopt.problems.sampling import sampling_rng
 
 __all__ = ["QuadraticOptions", "QuadraticAggregative", "build_quadratic", "quadratic_optimum",
            "quadratic_parameters", "quadratic_initial_block"]
