@@ -31,9 +31,11 @@ from numpy.typing import ArrayLike
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
-from mpi_privopt.privacy.events import (GaussianEvent, LaplaceEvent, NonPrivateEvent,
-                                        PrivacyEvent, PublicEvent, PureDPEvent, ZCDPEvent,
-                                        _orders_array, _positive)
+from mpi_privopt.privacy.conversions import DEFAULT_RDP_ORDERS
+from mpi_privopt.privacy.amplification import amplification_ratio
+from mpi_privopt.privacy.events import (AmplifiedGaussianEvent, GaussianEvent, LaplaceEvent,
+                                        NonPrivateEvent, PackedLaplaceEvent, PrivacyEvent,
+                                        PublicEvent, PureDPEvent, ZCDPEvent)
 
 __all__ = [
     "DEFAULT_RDP_ORDERS",
@@ -54,16 +56,94 @@ __all__ = [
     "ZCDPAccountant",
     "ZCDPEvent",
     "epsilon_all",
+    "gdp_mu",
+    "pure_dp_rdp",
+    "pure_epsilon",
+    "resolve",
+    "zcdp_rho",
 ]
 
-#: dp-accounting's default grid, so :class:`RDPAccountant` reproduces its numbers.
-DEFAULT_RDP_ORDERS: tuple[float, ...] = tuple(
-    [1.0 + x / 10.0 for x in range(1, 100)] + [float(a) for a in range(11, 64)] + [128.0, 256.0, 512.0, 1024.0]
-)
 
 
 class UnsupportedEventError(ConfigError):
     """An accountant was asked to compose an event it cannot count."""
+
+
+# ---------------------------------------------------------------------------------------------
+# What one event costs: the only place events meet arithmetic
+# ---------------------------------------------------------------------------------------------
+def resolve(event: PrivacyEvent) -> PrivacyEvent:
+    """The event an accountant counts for ``event``: itself, unless it wraps others.
+
+    A :class:`PackedLaplaceEvent` is pure DP, the sum of its blocks' ``D / b``; an
+    :class:`AmplifiedGaussianEvent` is zCDP, its base's ``D^2 / (2 sigma^2)`` times
+    :func:`~mpi_privopt.privacy.amplification.amplification_ratio` (``<= 1``: the local
+    cost when nothing amplifies). Both keep the wrapper's owner, unit and record.
+    """
+    cls = event.__class__
+    if cls is PackedLaplaceEvent:
+        epsilon = math.fsum(part.sensitivity / part.scale for part in event.parts)  # type: ignore[attr-defined]
+        return PureDPEvent(epsilon, owner=event.owner, unit=event.unit, record=event.record)
+    if cls is AmplifiedGaussianEvent:
+        ratio = amplification_ratio(event.iterations_after, event.constants)  # type: ignore[attr-defined]
+        return ZCDPEvent(zcdp_rho(event.base) * ratio,  # type: ignore[attr-defined]
+                         owner=event.owner, unit=event.unit, record=event.record)
+    return event
+
+
+def zcdp_rho(event: PrivacyEvent) -> float:
+    """zCDP of one private release: ``D^2 / (2 sigma^2)`` for a Gaussian, ``eps^2 / 2`` for
+    a pure-DP or Laplace one (``eps = D / b``; Bun & Steinke 2016, Prop. 1.4)."""
+    event = resolve(event)
+    if isinstance(event, GaussianEvent):
+        return 0.5 * (event.sensitivity / event.sigma) ** 2
+    if isinstance(event, ZCDPEvent):
+        return event.rho
+    epsilon = pure_epsilon(event)
+    if epsilon is None:
+        raise UnsupportedEventError(f"{event!r} has no zCDP cost",
+                                    "give a Gaussian, Laplace, pure-DP or zCDP event")
+    return 0.5 * epsilon ** 2
+
+
+def pure_epsilon(event: PrivacyEvent) -> float | None:
+    """Pure-DP epsilon of a Laplace (``D / b``) or pure-DP release; None for other kinds."""
+    event = resolve(event)
+    if isinstance(event, LaplaceEvent):
+        return event.sensitivity / event.scale
+    if isinstance(event, PureDPEvent):
+        return event.epsilon
+    return None
+
+
+def gdp_mu(event: PrivacyEvent) -> float | None:
+    """Gaussian-DP ``mu = D / sigma`` of a Gaussian release; None for other kinds."""
+    return event.sensitivity / event.sigma if isinstance(event, GaussianEvent) else None
+
+
+def _orders_array(orders: ArrayLike) -> np.ndarray:
+    a = np.asarray(orders, dtype=float)
+    if a.ndim > 1 or np.any(np.isnan(a)) or np.any(a < 1.0):
+        raise ConfigError(f"Renyi orders {orders!r} must be numbers >= 1", "use orders such as 2, 4, 8, 16, 32")
+    return a
+
+
+def pure_dp_rdp(epsilon: float, orders: ArrayLike) -> np.ndarray:
+    """Renyi DP of randomized response, the worst eps-DP mechanism (Bun & Steinke Prop. 3.3).
+
+    ``D_a <= (1/(a-1)) ln((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps))``; the order-1 limit is
+    ``eps tanh(eps/2)``. dp-accounting has no curve for a release known only to be pure DP.
+    """
+    a = _orders_array(orders)
+    e = float(epsilon)
+    out = np.empty_like(a)
+    one = a == 1.0
+    out[one] = e * math.tanh(e / 2.0)
+    am = a[~one]
+    with np.errstate(over="ignore", invalid="ignore"):  # a = inf is set just below
+        out[~one] = (np.logaddexp(am * e, (1.0 - am) * e) - np.logaddexp(0.0, e)) / (am - 1.0)
+    out[np.isinf(a)] = e
+    return np.minimum(np.maximum(out, 0.0), e)
 
 
 
@@ -121,6 +201,7 @@ class PrivacyAccountant(abc.ABC):
             )
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
             raise ConfigError(f"count = {count!r} must be an integer >= 0", "give how many times the event was repeated")
+        event = resolve(event)
         if not self.supports(event):
             names = ", ".join(t.__name__ for t in (*self._supported, NonPrivateEvent, PublicEvent))
             raise UnsupportedEventError(
@@ -243,7 +324,7 @@ class ZCDPAccountant(PrivacyAccountant):
         return math.inf if self._non_private else self._rho
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        self._rho += count * event.rho  # type: ignore[attr-defined]
+        self._rho += count * zcdp_rho(event)
 
     def _epsilon(self, delta: float) -> float:
         return self.epsilon_tight(delta) if self.conversion == "tight" else self.epsilon_standard(delta)
@@ -285,7 +366,7 @@ class PureDPAccountant(PrivacyAccountant):
         return math.inf if self._non_private else self._eps
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        self._eps += count * event.epsilon  # type: ignore[attr-defined]
+        self._eps += count * pure_epsilon(event)  # type: ignore[operator]
 
     def _epsilon(self, delta: float) -> float:
         return self._eps
@@ -300,7 +381,7 @@ class RDPAccountant(PrivacyAccountant):
     The curves of Gaussian, Laplace and zCDP releases are dp-accounting's (its
     ``RdpAccountant``); dp-accounting has none for a release known only to be pure
     eps-DP, whose curve (randomized response, the worst case) is
-    :meth:`PureDPEvent.rdp <mpi_privopt.privacy.events.PureDPEvent.rdp>`.
+    :func:`pure_dp_rdp`.
 
     Parameters
     ----------
@@ -330,7 +411,7 @@ class RDPAccountant(PrivacyAccountant):
         return np.full_like(self._rdp, math.inf) if self._non_private else self._rdp.copy()
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        curve = (event.rdp(self._orders) if isinstance(event, PureDPEvent)
+        curve = (pure_dp_rdp(event.epsilon, self._orders) if isinstance(event, PureDPEvent)
                  else _dp_accounting_rdp(event, self._orders))
         self._rdp = self._rdp + count * curve
 
@@ -388,7 +469,7 @@ class GaussianExactAccountant(PrivacyAccountant):
         return math.inf if self._non_private else math.sqrt(self._mu2)
 
     def _compose(self, event: PrivacyEvent, count: int) -> None:
-        self._mu2 += count * event.mu**2  # type: ignore[attr-defined]
+        self._mu2 += count * gdp_mu(event)**2  # type: ignore[operator]
 
     def _epsilon(self, delta: float) -> float:
         return conv.gaussian_exact_eps(math.sqrt(self._mu2), delta)
@@ -497,7 +578,9 @@ class HeadlineAccountant:
 
     # -- composing ------------------------------------------------------------------------
     def add(self, event: PrivacyEvent, count: int = 1) -> None:
-        """Compose ``count`` releases of ``event`` (validated when it was made)."""
+        """Compose ``count`` releases of ``event`` (validated when it was made; a wrapped
+        event is counted as what :func:`resolve` makes of it)."""
+        event = resolve(event)
         cls = event.__class__
         if cls is PublicEvent:
             self.public += count
@@ -509,8 +592,8 @@ class HeadlineAccountant:
                 self.notes.append(event.note)  # type: ignore[attr-defined]
             return
         if cls not in _COUNTED and not isinstance(event, _COUNTED):
-            raise TypeError(f"the accountant cannot count a {cls.__name__} (an event "
-                            "transform that resolves it must be imported)")
+            raise UnsupportedEventError(f"the accountant cannot count {event!r}",
+                                        "book one of the events of mpi_privopt.privacy.events")
         # Sub-accountants are fed directly: the event is valid and supported by each.
         self.zcdp._compose(event, count)
         if self.exact is not None:

@@ -33,6 +33,7 @@ import scipy  # its submodules load on first use (scipy's lazy attributes): not 
 from mpi_privopt.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_RDP_ORDERS",
     "gaussian_delta",
     "gaussian_exact_eps",
     "gaussian_mu",
@@ -55,6 +56,11 @@ _RTOL = 4.0 * np.finfo(float).eps
 _LOG_AM1_MIN = -25.0
 _LOG_AM1_MAX = 60.0
 _GRID_POINTS = 1701
+
+#: dp-accounting's default grid of Renyi orders, so that RDP figures reproduce its numbers.
+DEFAULT_RDP_ORDERS: tuple[float, ...] = tuple(
+    [1.0 + x / 10.0 for x in range(1, 100)] + [float(a) for a in range(11, 64)] + [128.0, 256.0, 512.0, 1024.0]
+)
 
 
 # ---------------------------------------------------------------------------------------------

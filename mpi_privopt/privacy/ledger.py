@@ -15,8 +15,8 @@ Composition is sequential over the releases an observer saw and parallel over di
 records: releases that name one record (``event.record``) compose with the releases that
 depend on every record, and the loss is that of the worst record. Events of another owner
 (a token that carries other agents' contributions) are kept apart and reported in that
-owner's row. Wrapped events (amplification) are resolved by
-:mod:`~mpi_privopt.privacy.transforms` before they are stored.
+owner's row. Wrapped events (a packed message, an amplified release) are resolved by
+:func:`~mpi_privopt.privacy.accountants.resolve` before they are stored.
 
 The arithmetic is the accountant's (:class:`~mpi_privopt.privacy.accountants.HeadlineAccountant`
 composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.accountants.PLDAccountant`
@@ -28,17 +28,18 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import PrivacyBudgetExceeded
-from .accountants import (Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant,
-                          most_exposed)
-from .events import NonPrivateEvent, PrivacyEvent, PublicEvent
+from .accountants import Budget, HeadlineAccountant, PLDAccountant, most_exposed, resolve
+from .events import (AmplifiedGaussianEvent, GaussianEvent, LaplaceEvent, NonPrivateEvent,
+                     PackedLaplaceEvent, PrivacyEvent, PublicEvent)
 from .release import Release
-from .transforms import TRANSFORMS, resolve
 
 #: receiver objects the ledger recognises by identity (a network has at most one per
 #: neighbour plus its neighbour list)
 _IDENTITY_CACHE_SIZE = 1024
 #: events that cost nothing or make the loss unbounded: counted, not kept
 _NOT_KEPT = (PublicEvent, NonPrivateEvent)
+#: events that wrap others: stored as what they resolve to
+_WRAPPERS = (PackedLaplaceEvent, AmplifiedGaussianEvent)
 
 
 class EventBook:
@@ -199,7 +200,7 @@ class Ledger:
             self._book_event(group, event)
 
     def _book_event(self, group: EventBook, event: PrivacyEvent) -> None:
-        if event.__class__ in TRANSFORMS:
+        if event.__class__ in _WRAPPERS:
             event = resolve(event)
         owner = event.owner
         if event.record is None and (owner is None or owner == self.agent):

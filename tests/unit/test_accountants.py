@@ -28,6 +28,10 @@ from mpi_privopt.privacy.accountants import (
     ZCDPAccountant,
     ZCDPEvent,
     epsilon_all,
+    gdp_mu,
+    pure_dp_rdp,
+    pure_epsilon,
+    zcdp_rho,
 )
 from mpi_privopt.privacy.calibration import (
     analytic_gaussian_sigma,
@@ -78,7 +82,7 @@ def assert_sig(x: float, ref: str) -> None:
 class TestReferenceValues:
     def test_opendp_cks_eps_rho_1_32(self):
         # Gaussian with scale 4 and D = 1 is rho = 1/32
-        rho = GaussianEvent(1.0, 4.0).rho
+        rho = zcdp_rho(GaussianEvent(1.0, 4.0))
         assert rho == 1.0 / 32.0
         assert zcdp_to_eps_tight(rho, 1e-3) == pytest.approx(0.6880024554878086, rel=REL)
 
@@ -87,7 +91,7 @@ class TestReferenceValues:
 
     def test_gaussian_sigma1_100x_all_conversions(self):
         delta = 1e-5
-        rho = 100 * GaussianEvent(1.0, 1.0).rho
+        rho = 100 * zcdp_rho(GaussianEvent(1.0, 1.0))
         mu = gaussian_mu(np.ones(100), np.ones(100))
         assert mu == pytest.approx(10.0, rel=1e-15)
         assert_digits(gaussian_exact_eps(mu, delta), "91.8172896247")
@@ -107,7 +111,7 @@ class TestReferenceValues:
     def test_gaussian_sigma10_100x(self):
         delta = 1e-5
         assert_digits(gaussian_exact_eps((np.ones(100), np.full(100, 10.0)), delta), "4.3771780957")
-        assert_digits(zcdp_to_eps_tight(100 * GaussianEvent(1.0, 10.0).rho, delta), "4.7283869849")
+        assert_digits(zcdp_to_eps_tight(100 * zcdp_rho(GaussianEvent(1.0, 10.0)), delta), "4.7283869849")
 
     @pytest.mark.parametrize(("rho", "delta", "ref"), [(0.1, 1e-5, "1.9142388320"), (1.0, 1e-6, "7.7662166253")])
     def test_cks_formula_values(self, rho, delta, ref):
@@ -127,7 +131,7 @@ class TestReferenceValues:
 
     def test_rdp_gaussian_fine_grid_tf_privacy(self):
         orders = np.array([0.001 * i for i in range(1000, 100000)])  # 1.000 .. 99.999
-        rdp = orders * GaussianEvent(1.0, 4.530877117).rho  # a Gaussian's RDP is a rho
+        rdp = orders * zcdp_rho(GaussianEvent(1.0, 4.530877117))  # a Gaussian's RDP is a rho
         eps = rdp_to_eps_orders(orders, rdp, 1e-6)
         assert round(eps - 1.0, 7) == 0.0  # assertAlmostEqual(eps, 1), 7 places
 
@@ -415,29 +419,31 @@ class TestEvents:
 
     def test_event_parameters(self):
         g = GaussianEvent(2.0, 4.0)
-        assert g.rho == pytest.approx(0.125) and g.mu == pytest.approx(0.5)
-        assert GaussianEvent(1.0, math.inf).rho == 0.0
+        assert zcdp_rho(g) == pytest.approx(0.125) and gdp_mu(g) == pytest.approx(0.5)
+        assert zcdp_rho(GaussianEvent(1.0, math.inf)) == 0.0
         lap = LaplaceEvent(2.0, 4.0)
-        assert lap.epsilon == 0.5 and lap.rho == 0.125
-        assert PureDPEvent(0.5).rho == 0.125
+        assert pure_epsilon(lap) == 0.5 and zcdp_rho(lap) == 0.125
+        assert zcdp_rho(PureDPEvent(0.5)) == 0.125 and zcdp_rho(ZCDPEvent(0.25)) == 0.25
+        assert pure_epsilon(g) is None and gdp_mu(lap) is None
+        assert not any(isinstance(getattr(type(e), name, None), property) for e in (g, lap)
+                       for name in ("rho", "mu", "epsilon"))   # events are data
 
     def test_laplace_rdp_bounds(self):
         # the Laplace curve is dp-accounting's; the pure-DP one (randomized response) ours
         orders = np.array([1.0, 1.001, 1.5, 2.0, 8.0, 64.0, 1e4, 1e8])
         for eps in [0.01, 0.1, 1.0, 5.0, 40.0]:
             lap = RDPAccountant(orders).compose(LaplaceEvent(1.0, 1.0 / eps)).rdp
-            pure = PureDPEvent(eps).rdp(orders)
+            pure = pure_dp_rdp(eps, orders)
             assert np.all(np.isfinite(lap)) and np.all(np.isfinite(pure))
             assert np.all(lap <= pure * (1 + 1e-12) + 1e-300)  # Laplace is one eps-DP mechanism
             assert np.all(pure <= np.minimum(eps, orders * eps**2 / 2) * (1 + 1e-12))
             # Renyi divergence grows with the order (up to rounding in the 1/(a-1) form)
             assert np.all(np.diff(lap) >= -1e-12 * eps) and np.all(np.diff(pure) >= -1e-12 * eps)
             assert lap[0] == pytest.approx(eps + math.expm1(-eps), rel=1e-9)  # KL of Laplace
-        assert PureDPEvent(0.5).rdp([math.inf])[0] == 0.5
+        assert pure_dp_rdp(0.5, [math.inf])[0] == 0.5
 
     def test_pure_rdp_continuous_at_one(self):
-        pure = PureDPEvent(0.5)
-        assert pure.rdp([1.0 + 1e-7])[0] == pytest.approx(pure.rdp([1.0])[0], rel=1e-5)
+        assert pure_dp_rdp(0.5, [1.0 + 1e-7])[0] == pytest.approx(pure_dp_rdp(0.5, [1.0])[0], rel=1e-5)
 
 
 # =============================================================================================
