@@ -56,6 +56,7 @@ __all__ = [
     "ZCDPAccountant",
     "ZCDPEvent",
     "epsilon_all",
+    "epsilons",
     "gdp_mu",
     "pure_dp_rdp",
     "pure_epsilon",
@@ -655,7 +656,7 @@ class HeadlineAccountant:
     def pure_only(self) -> bool:
         return self.pure is not None
 
-    def epsilon(self, delta: float) -> dict[str, float | str | None]:
+    def epsilon(self, delta: float, exact: float | None = None) -> dict[str, float | str | None]:
         """epsilon at ``delta`` by each conversion that applies (inf when unbounded).
 
         ``tight`` and ``standard`` convert the total zCDP; ``exact`` applies while every
@@ -663,7 +664,8 @@ class HeadlineAccountant:
         loss distribution was computed at this delta. ``best`` is the smallest valid one,
         the headline, and ``conversion`` its name. Every mechanism here fixes its
         sensitivity and noise scale independently of the data, which is what the exact
-        composition needs.
+        composition needs. ``exact``: the exact Gaussian epsilon when the caller already
+        converted it (:func:`epsilons` does, for many accountants in one vectorised call).
         """
         if self.unbounded:
             return {"tight": math.inf, "standard": math.inf, "exact": math.inf,
@@ -673,8 +675,8 @@ class HeadlineAccountant:
         result: dict[str, float | str | None] = {
             "tight": self.zcdp.epsilon_tight(delta),
             "standard": self.zcdp.epsilon_standard(delta),
-            "exact": (self.exact.get_epsilon(delta) if mu2 > 0 else 0.0)
-            if self.exact is not None else None,
+            "exact": (exact if exact is not None else self.exact.get_epsilon(delta) if mu2 > 0
+                      else 0.0) if self.exact is not None else None,
             "pure": self.pure.epsilon if self.pure is not None else None,
             "pld": self.pld if self.pld_delta == delta else None,
         }
@@ -758,6 +760,15 @@ class HeadlineAccountant:
     def __repr__(self) -> str:
         return (f"HeadlineAccountant(releases={self.releases}, rho={self.rho:.6g}, "
                 f"unbounded={self.unbounded})")
+
+
+def epsilons(accountants: Sequence[HeadlineAccountant], delta: float) -> list[dict]:
+    """:meth:`HeadlineAccountant.epsilon` of each accountant, the exact Gaussian conversions
+    of all of them in one vectorised call (the end of a run converts every link)."""
+    mu = np.sqrt([acc.mu2 if acc.exact is not None and not acc.unbounded else 0.0
+                  for acc in accountants])
+    exact = conv.gaussian_exact_eps(mu, delta) if len(mu) else mu
+    return [acc.epsilon(delta, exact=float(e)) for acc, e in zip(accountants, exact)]
 
 
 def dominance(exposures: np.ndarray) -> np.ndarray:

@@ -169,6 +169,11 @@ def total_zcdp_geometric(phi1: float, tau: float, T: int) -> float:
 def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
     """Largest Gaussian-DP ``mu`` with ``gaussian_delta(mu, epsilon) <= delta``.
 
+    The analytic Gaussian mechanism (Balle & Wang 2018), by dp-accounting's
+    ``get_sigma_gaussian`` at unit sensitivity: ``mu = 1 / sigma``. Its search is asked for
+    full precision (``tol`` far below one ulp, so its root finder stops at its own few-ulp
+    relative tolerance), which calibrating to exactly the budget needs.
+
     Parameters
     ----------
     epsilon : float
@@ -181,18 +186,15 @@ def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
     float
         mu; a single Gaussian release with sensitivity D then needs ``sigma = D / mu``.
     """
+    from dp_accounting.gaussian_mechanism import get_sigma_gaussian  # noqa: PLC0415 (slow import)
+
     epsilon = _check_epsilon(epsilon)
     delta = conv._check_delta(delta)
-    log_target = math.log(delta)
-    f = lambda mu: conv._log_gaussian_delta(mu, epsilon) - log_target  # noqa: E731  increasing in mu
-    # exact <= standard: the standard total is feasible, so it brackets from below.
-    lo = math.sqrt(2.0 * _standard_total(epsilon, delta))
-    while f(lo) > 0.0:
-        lo /= 2.0
-    hi = 2.0 * lo
-    while f(hi) <= 0.0:
-        lo, hi = hi, 2.0 * hi
-    return float(scipy.optimize.brentq(f, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    return 1.0 / float(get_sigma_gaussian(epsilon, delta, tol=_FULL_PRECISION))
+
+
+#: dp-accounting's absolute search tolerance, set below any sigma's ulp
+_FULL_PRECISION = 1e-300
 
 
 def _standard_total(epsilon: float, delta: float) -> float:
@@ -451,8 +453,9 @@ def _finite_sensitivity(sensitivity: float) -> float:
 def analytic_gaussian_sigma(eps: ArrayLike, delta: ArrayLike, sensitivity: float = 1.0) -> float | np.ndarray:
     """Analytic Gaussian mechanism (Balle & Wang 2018): smallest sigma meeting (eps, delta).
 
-    The smallest sigma with ``gaussian_delta(D / sigma, eps) <= delta``; valid for every
-    ``eps > 0`` and never larger than :func:`classical_gaussian_sigma`.
+    ``sensitivity / mu`` with mu from :func:`calibrate_gdp_mu` (dp-accounting's
+    ``get_sigma_gaussian``); valid for every ``eps > 0`` and never larger than
+    :func:`classical_gaussian_sigma`.
 
     Parameters
     ----------
