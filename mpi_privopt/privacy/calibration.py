@@ -43,7 +43,6 @@ __all__ = [
     "analytic_gaussian_sigma",
     "CALIBRATION_MARGIN",
     "basic_composition_gaussian_schedule",
-    "basic_composition_noise",
     "basic_composition_schedule",
     "calibrate_gaussian_noise",
     "calibrate_gdp_mu",
@@ -53,7 +52,6 @@ __all__ = [
     "classical_gaussian_sigma",
     "geometric_zcdp_schedule",
     "noise_multipliers",
-    "total_zcdp_geometric",
     "zcdp_nfl_schedule",
 ]
 
@@ -140,27 +138,6 @@ def _geometric_sum(tau: float, T: int) -> float:
     if not math.isfinite(s):
         raise ConfigError(f"tau^-(T-1) with tau = {tau!r}, T = {T} overflows", "use tau closer to 1 or fewer rounds")
     return s
-
-
-def total_zcdp_geometric(phi1: float, tau: float, T: int) -> float:
-    """Total zCDP of the geometric schedule: ``phi1 (1 - tau^T) / (tau^(T-1) (1 - tau))``.
-
-    Parameters
-    ----------
-    phi1 : float
-        First-round budget, ``> 0``.
-    tau : float
-        Ratio, ``> 0`` (``tau = 1`` gives ``phi1 T``).
-    T : int
-        Number of rounds, ``>= 1``.
-
-    Returns
-    -------
-    float
-        ``sum_{n=1}^T phi1 tau^-(n-1)`` (the Corollary's closed form, n = 1..T).
-    """
-    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), _check_rounds(T)
-    return phi1 * _geometric_sum(tau, T)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,31 +488,6 @@ def basic_composition_schedule(
     return eps_n, np.full(T, delta_total / T)
 
 
-def basic_composition_noise(
-    eps_total: float,
-    delta_total: float,
-    T: int,
-    tau: float = 1.0,
-    mechanism: Literal["classical", "analytic"] = "classical",
-) -> np.ndarray:
-    """Noise multipliers of the (epsilon, delta)-DP-NFL baseline.
-
-    Parameters
-    ----------
-    eps_total, delta_total, T, tau
-        See :func:`basic_composition_schedule`.
-    mechanism : {"classical", "analytic"}
-        Per-round Gaussian mechanism: Dwork-Roth (needs every ``eps_n < 1``) or Balle-Wang.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``sigma_n / Delta_n``, shape ``(T,)``.
-    """
-    return _per_round_multipliers(*basic_composition_schedule(eps_total, delta_total, T, tau),
-                                  mechanism)
-
-
 def _per_round_multipliers(eps_n: np.ndarray, delta_n: np.ndarray, mechanism: str) -> np.ndarray:
     """``sigma_n / Delta_n`` of a per-round Gaussian mechanism for each (eps_n, delta_n)."""
     if mechanism == "classical":
@@ -554,7 +506,12 @@ def basic_composition_gaussian_schedule(
 ) -> BasicCompositionSchedule:
     """The (epsilon, delta)-DP-NFL baseline's noise schedule for a budget.
 
-    Parameters are those of :func:`basic_composition_noise`.
+    Parameters
+    ----------
+    eps_total, delta_total, T, tau
+        See :func:`basic_composition_schedule`.
+    mechanism : {"classical", "analytic"}
+        Per-round Gaussian mechanism: Dwork-Roth (needs every ``eps_n < 1``) or Balle-Wang.
 
     Returns
     -------

@@ -23,7 +23,6 @@ For Gaussian mechanisms (``rho = mu^2 / 2``): ``exact <= tight <= standard`` alw
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Literal, overload
 
 import numpy as np
@@ -36,10 +35,7 @@ __all__ = [
     "DEFAULT_RDP_ORDERS",
     "gaussian_delta",
     "gaussian_exact_eps",
-    "laplace_eps",
     "rdp_to_eps_orders",
-    "rdp_to_eps_tight",
-    "zcdp_delta_at",
     "zcdp_optimal_order",
     "zcdp_to_eps_standard",
     "zcdp_to_eps_tight",
@@ -48,13 +44,6 @@ __all__ = [
 # Relative tolerance for every root finder: a few ulps, so that calibrate-then-convert
 # round trips hold far below the 1e-9 the tests ask for.
 _RTOL = 4.0 * np.finfo(float).eps
-
-# Search window for a continuous Renyi order, in x = ln(a - 1). Below e^-25 the bound is
-# either huge (ln(1/delta)/(a-1)) or already negative, hence floored at 0; above e^60 only
-# rho < 1e-50 would still move the optimum, and such a rho gives eps ~ 0 anyway.
-_LOG_AM1_MIN = -25.0
-_LOG_AM1_MAX = 60.0
-_GRID_POINTS = 1701
 
 #: dp-accounting's default grid of Renyi orders, so that RDP figures reproduce its numbers.
 DEFAULT_RDP_ORDERS: tuple[float, ...] = tuple(
@@ -198,48 +187,6 @@ def zcdp_to_eps_tight(rho: float, delta: float) -> float:
     return max(0.0, _cks_eps(rho * a, a, math.log(delta)))
 
 
-def zcdp_delta_at(rho: float, eps: float) -> float:
-    """Smallest delta that the CKS bound gives for rho-zCDP at a given epsilon.
-
-    ``delta = min_{a > 1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a`` (CKS 2020 Prop. 12
-    solved for delta, the formula OpenDP uses), also capped by the Bretagnolle-Huber bound
-    ``sqrt(1 - exp(-rho))`` and by 1. This is the inverse of :func:`zcdp_to_eps_tight`.
-
-    Parameters
-    ----------
-    rho : float
-        zCDP parameter, ``>= 0``.
-    eps : float
-        epsilon, ``>= 0``.
-
-    Returns
-    -------
-    float
-        delta in [0, 1].
-    """
-    rho = _check_rho(rho)
-    eps = _check_eps(eps)
-    if rho == 0.0 or math.isinf(eps):
-        return 0.0
-    if math.isinf(rho):
-        return 1.0
-    # d/da of ln delta(a) = (2a - 1) rho - eps + ln(1 - 1/a): increasing in a, from -inf at
-    # a -> 1 to +inf, so it has exactly one root, bracketed by y = a - 1 in (0, hi].
-    dlog = lambda y: (2.0 * y + 1.0) * rho - eps + math.log(y) - math.log1p(y)  # noqa: E731
-    hi = max(1.0, (eps + 1.0) / (2.0 * rho))
-    while dlog(hi) <= 0.0:
-        hi *= 2.0
-    lo = 1e-300
-    if dlog(lo) >= 0.0:  # rho > ~690 + eps: the bound is ~1 anyway, take the smallest order
-        y = lo
-    else:
-        y = scipy.optimize.brentq(dlog, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
-    a = 1.0 + y
-    log_delta = y * (a * rho - eps) + a * (math.log(y) - math.log1p(y)) - math.log(y)
-    bh = math.sqrt(-math.expm1(-rho))
-    return min(1.0, bh, math.exp(log_delta))
-
-
 # ---------------------------------------------------------------------------------------------
 # RDP -> (eps, delta)
 # ---------------------------------------------------------------------------------------------
@@ -302,111 +249,6 @@ def rdp_to_eps_orders(
     eps, order = compute_epsilon(o, r, delta)
     best = max(0.0, float(eps))
     return (best, float(order)) if return_order else best
-
-
-def _minimise_over_log_order(
-    objective: Callable[[float], float], x_lo: float, x_hi: float, n_grid: int
-) -> float:
-    """Minimum of objective(x) on [x_lo, x_hi]: a coarse grid, then Brent around the best cell.
-
-    A grid first because a general RDP curve need not make the bound unimodal; the bounded
-    Brent step then makes the optimum accurate to ~1e-12 in x, so the bound to ~1e-20.
-    """
-    xs = np.linspace(x_lo, x_hi, n_grid)
-    vals = np.array([objective(float(x)) for x in xs])
-    if not np.any(np.isfinite(vals)):
-        return math.inf
-    i = int(np.nanargmin(np.where(np.isnan(vals), np.inf, vals)))
-    lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, n_grid - 1)]
-    res = scipy.optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
-    return float(min(vals[i], res.fun)) if np.isfinite(res.fun) else float(vals[i])
-
-
-def rdp_to_eps_tight(
-    rdp: Callable[[float], float] | tuple[ArrayLike, ArrayLike],
-    delta: float,
-) -> float:
-    """CKS Prop. 12 conversion of a Renyi-DP curve, minimised over a continuous order.
-
-    Parameters
-    ----------
-    rdp : callable or (orders, values)
-        Either a function ``a -> R(a)`` valid for every order ``a > 1`` (searched over
-        ``a - 1`` in [e^-25, e^60]), or a pair ``(orders, values)``. For a pair, ``(a-1) R(a)``
-        is interpolated linearly between neighbouring orders: ``(a-1) D_a`` is a cumulant
-        generating function, hence convex in ``a``, so the chord lies above it and the
-        interpolated curve is still a valid RDP bound. The result is therefore never larger
-        than :func:`rdp_to_eps_orders` on the same grid.
-    delta : float
-        Target delta in (0, 1).
-
-    Returns
-    -------
-    float
-        epsilon ``>= 0``.
-    """
-    delta = _check_delta(delta)
-    log_delta = math.log(delta)
-    if callable(rdp):
-        def r_of(a: float) -> float:
-            v = float(rdp(a))
-            if math.isnan(v) or v < 0.0:
-                raise ConfigError(f"the RDP curve returned {v!r} at order {a!r}", "return a number >= 0 for every order > 1")
-            return v
-
-        def objective(x: float) -> float:
-            y = math.exp(x)
-            a = 1.0 + y
-            r = r_of(a)
-            if math.isinf(r):
-                return math.inf
-            # Same bound as _cks_eps, written in y = a - 1 so it stays exact as a -> 1.
-            return r + (x - math.log1p(y)) - (log_delta + math.log1p(y)) / y
-
-        r_small = r_of(1.0 + math.exp(_LOG_AM1_MIN))
-        if _kl_floor_holds(r_small, delta):
-            return 0.0
-        return max(0.0, _minimise_over_log_order(objective, _LOG_AM1_MIN, _LOG_AM1_MAX, _GRID_POINTS))
-
-    try:
-        orders, values = rdp
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"rdp = {rdp!r} is neither a callable nor an (orders, values) pair",
-            "pass a function a -> R(a) or a pair of equal-length arrays",
-        ) from None
-    o, r = _check_orders_values(orders, values)
-    grid_eps, a_opt = rdp_to_eps_orders(o, r, delta, return_order=True)
-    keep = o > 1.0
-    o, r = o[keep], r[keep]
-    order = np.argsort(o)
-    o, r = o[order], r[order]
-    if o.size < 2 or grid_eps == 0.0 or math.isinf(grid_eps):
-        return grid_eps
-    with np.errstate(invalid="ignore"):
-        m = (o - 1.0) * r  # cumulant generating function values at the grid orders
-
-    def interp_objective(a: float) -> float:
-        j = int(np.searchsorted(o, a, side="right")) - 1
-        j = min(max(j, 0), o.size - 2)
-        if not (np.isfinite(m[j]) and np.isfinite(m[j + 1])):
-            return math.inf
-        t = (a - o[j]) / (o[j + 1] - o[j])
-        ra = ((1.0 - t) * m[j] + t * m[j + 1]) / (a - 1.0)
-        return _cks_eps(ra, a, log_delta)
-
-    # Refine only in the two cells next to the best grid order: the interpolated bound equals
-    # the grid bound at the nodes, so this can only improve on the grid answer.
-    i = int(np.searchsorted(o, a_opt))
-    best = grid_eps
-    for lo, hi in ((max(i - 1, 0), i), (i, min(i + 1, o.size - 1))):
-        if hi > lo:
-            res = scipy.optimize.minimize_scalar(
-                interp_objective, bounds=(o[lo], o[hi]), method="bounded", options={"xatol": 1e-12}
-            )
-            if np.isfinite(res.fun):
-                best = min(best, float(res.fun))
-    return max(0.0, best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,28 +372,3 @@ def _gaussian_eps_root(mu: np.ndarray, log_target: float) -> np.ndarray:
                 break
     return x
     return float(out) if out.ndim == 0 else out
-
-
-def laplace_eps(sensitivity: float, scale: float) -> float:
-    """Pure epsilon of the Laplace mechanism: ``D / b``.
-
-    Parameters
-    ----------
-    sensitivity : float
-        l1 sensitivity ``D >= 0``.
-    scale : float
-        Laplace scale ``b > 0``.
-
-    Returns
-    -------
-    float
-        ``D / b``.
-    """
-    d = _check_nonneg(sensitivity, "sensitivity", "give the l1 sensitivity as a finite number >= 0", allow_inf=False)
-    try:
-        b = float(scale)
-    except (TypeError, ValueError):
-        raise ConfigError(f"scale = {scale!r} is not a number", "give the Laplace scale b > 0") from None
-    if not (b > 0.0):
-        raise ConfigError(f"Laplace scale = {scale!r} must be > 0", "use b > 0 (b = 0 is a non-private release)")
-    return d / b
