@@ -24,7 +24,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.accountants import resolve
+from ..privacy.costs import resolve
 from ..privacy.events import NonPrivateEvent, PackedLaplaceEvent, PrivacyEvent
 from ..privacy.mechanisms import LaplaceMechanism
 from ..privacy.release import Release

@@ -16,10 +16,10 @@ records: releases that name one record (``event.record``) compose with the relea
 depend on every record, and the loss is that of the worst record. Events of another owner
 (a token that carries other agents' contributions) are kept apart and reported in that
 owner's row. Wrapped events (a packed message, an amplified release) are resolved by
-:func:`~mpi_privopt.privacy.accountants.resolve` before they are stored.
+:func:`~mpi_privopt.privacy.costs.resolve` before they are stored.
 
 The arithmetic is the accountant's (:class:`~mpi_privopt.privacy.accountants.HeadlineAccountant`
-composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.accountants.PLDAccountant`
+composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.notions.PLDAccountant`
 runs once at the end of a run when Laplace releases need it). The ledger knows nothing of MPI.
 """
 from __future__ import annotations
@@ -28,9 +28,11 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import PrivacyBudgetExceeded
-from .accountants import Budget, HeadlineAccountant, PLDAccountant, most_exposed, resolve
+from .accountants import Budget, HeadlineAccountant, most_exposed
+from .costs import resolve
 from .events import (AmplifiedGaussianEvent, GaussianEvent, LaplaceEvent, NonPrivateEvent,
                      PackedLaplaceEvent, PrivacyEvent, PublicEvent)
+from .notions import PLDAccountant
 from .release import Release
 
 #: receiver objects the ledger recognises by identity (a network has at most one per

@@ -15,7 +15,7 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import (GaussianExactAccountant, HeadlineAccountant,
                                              PLDAccountant, PureDPAccountant, RDPAccountant,
                                              UnsupportedEventError, ZCDPAccountant,
-                                             epsilon_all, resolve, zcdp_rho)
+                                             epsilon_all, epsilons, resolve, zcdp_rho)
 from mpi_privopt.privacy.events import (GaussianEvent, LaplaceEvent, NonPrivateEvent,
                                         PackedLaplaceEvent, PrivacyEvent, PublicEvent,
                                         PureDPEvent, ZCDPEvent)
@@ -193,3 +193,16 @@ def test_epsilon_all_reports_the_distribution_for_laplace_only_where_it_applies(
     assert "pld" not in epsilon_all([(GaussianEvent(1.0, 10.0), 100)], 1e-5)
     mixed = epsilon_all([LaplaceEvent(1.0, 10.0), ZCDPEvent(0.01)], 1e-5)
     assert "pld" not in mixed                      # a zCDP event has no distribution
+
+
+def test_the_vectorised_end_of_run_conversion_is_each_accountants_own():
+    accountants = [HeadlineAccountant() for _ in range(5)]
+    accountants[1].add(GaussianEvent(1.0, 2.0), 30)
+    accountants[2].add(GaussianEvent(0.5, 3.0), 7)
+    accountants[3].add(LaplaceEvent(1.0, 10.0), 4)
+    accountants[4].add(GaussianEvent(1.0, 2.0))
+    accountants[4].add(NonPrivateEvent())
+    together = epsilons(accountants, 1e-6)
+    assert together == [acc.epsilon(1e-6) for acc in accountants]
+    assert together[1]["conversion"] == "exact" and together[4]["best"] == math.inf
+    assert epsilons([], 1e-6) == []
