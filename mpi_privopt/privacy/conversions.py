@@ -297,6 +297,10 @@ def gaussian_delta(mu: float, eps: float) -> float:
 #: Newton steps of :func:`gaussian_exact_eps` before it gives up (bisection guarantees
 #: about one bit per step, Newton converges in a handful)
 _MAX_STEPS = 200
+#: relative step at which an entry of :func:`gaussian_exact_eps` is done: Newton converges
+#: quadratically, so after a step this small the error is far smaller; steps below it are
+#: the rounding noise of ln delta, which can keep a few-ulp criterion from ever holding
+_STEP_TOL = 1e-14
 
 
 def gaussian_exact_eps(mu: ArrayLike, delta: float) -> float | np.ndarray:
@@ -364,9 +368,9 @@ def _gaussian_eps_root(mu: np.ndarray, log_target: float) -> np.ndarray:
             step = x + fx * one_minus * np.exp(-z)
             inside = np.isfinite(step) & (step >= lo) & (step <= hi)
             new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), x)
-            # an entry is done once a step moves it by a few ulps (or its bracket is that
-            # narrow); it then stays where it is while the others go on
-            active &= (np.abs(new - x) > _RTOL * x) & (hi - lo > _RTOL * hi)
+            # an entry is done once a step moves it by less than _STEP_TOL (or its bracket
+            # is that narrow); it then stays where it is while the others go on
+            active &= (np.abs(new - x) > _STEP_TOL * x) & (hi - lo > _STEP_TOL * hi)
             x = new
             if not active.any():
                 break
