@@ -14,7 +14,6 @@ import pytest
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import (
-    DEFAULT_RDP_ORDERS,
     GaussianEvent,
     GaussianExactAccountant,
     LaplaceEvent,
