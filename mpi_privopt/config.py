@@ -79,7 +79,7 @@ class RunConfig:
     eval_every: int = 1
     seed: int = 0
     progress_every: int = 0  # 0: about ten progress lines per run
-    progress: str = "auto"  # the stderr progress line: auto (on a terminal), on, off
+    progress: str = "auto"  # the stderr progress line: auto (a person watches), on, off
     on_divergence: str = "stop"  # or "record": go on, the summary says "diverged"
     name: str = ""
     evaluate: str = "reference"
@@ -342,7 +342,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .progress import PROGRESS_MODES
     if run.progress not in PROGRESS_MODES:
         raise ConfigError(f"run.progress = {run.progress!r} is unknown",
-                          'use "auto" (a progress line on stderr when it is a terminal), '
+                          'use "auto" (a progress line on stderr when a person watches), '
                           '"on" or "off"')
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",
