@@ -1,0 +1,93 @@
+"""Every figure of every reproduction, drawn from recorded results, passes the reader's
+checks of :mod:`tests.figure_check`: no empty panel, no legend over the data, no curve
+hidden under another without a sign of it.
+
+The figures are drawn from the CSVs committed under docs/reproductions (the same drawing
+code as a reproduction's last step and as ``reproduce NAME --redraw``), so no reproduction
+is run here.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import figure_check  # noqa: E402
+
+from mpi_privopt.reproduce._chen2025 import figures as chen  # noqa: E402
+from mpi_privopt.reproduce._gade2017 import figures as gade  # noqa: E402
+from mpi_privopt.reproduce._gauthier2024 import figures as gauthier  # noqa: E402
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproductions"
+FOLDERS = {
+    "gade2017": (gade, DOCS / "gade2017"),
+    "gauthier2024": (gauthier, DOCS / "gauthier2024"),
+    "chen2025/digits": (chen, DOCS / "chen2025" / "digits"),
+    "chen2025/colour-digits": (chen, DOCS / "chen2025" / "colour-digits"),
+}
+
+
+def _problems(figures) -> dict[str, list[str]]:
+    import matplotlib.pyplot as plt
+
+    found = {}
+    for name, title, fig in figures:
+        if title:
+            fig.suptitle(title)
+        found[name] = figure_check.check_figure(fig)
+        plt.close(fig)
+    return found
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_recorded_figures_are_readable(folder):
+    module, where = FOLDERS[folder]
+    found = _problems(module.figures_from_csv(where))
+    assert found, f"no figure drawn from {where}"
+    assert {name: p for name, p in found.items() if p} == {}
+
+
+# The checks themselves find what they are meant to find.
+
+def _figure():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    return fig, ax
+
+
+def test_check_finds_an_empty_log_panel():
+    fig, ax = _figure()
+    ax.plot([1, 2, 3], [-1.0, -2.0, -3.0], label="negative")
+    ax.set_yscale("log")
+    assert any("shows no data" in p for p in figure_check.check_figure(fig))
+
+
+def test_check_finds_a_legend_over_the_data():
+    import numpy as np
+
+    fig, ax = _figure()
+    x = np.linspace(0, 1, 50)
+    for k in range(6):
+        ax.plot(x, np.full_like(x, k), label=f"a long label for curve {k}")
+    ax.legend(loc="center")
+    assert any("covers" in p for p in figure_check.check_figure(fig))
+
+
+def test_check_finds_a_hidden_curve_and_accepts_a_halo():
+    import numpy as np
+
+    x = np.linspace(0, 1, 50)
+    fig, ax = _figure()
+    ax.plot(x, x ** 2, label="under", linewidth=1.5)
+    ax.plot(x, x ** 2, label="over", linewidth=1.5)
+    assert any("'under' is hidden under 'over'" in p for p in figure_check.check_figure(fig))
+    fig, ax = _figure()
+    ax.plot(x, x ** 2, label="under", linewidth=5, alpha=0.4)
+    ax.plot(x, x ** 2, label="over", linewidth=1.5)
+    assert figure_check.check_figure(fig) == []
