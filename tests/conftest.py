@@ -1,4 +1,15 @@
-"""Fixtures shared by the unit and the MPI tests."""
+"""Fixtures shared by the unit and the MPI tests.
+
+Two kinds of equality are asserted in this suite, and each test says which it makes:
+
+* **same machine, bitwise** (``np.array_equal``, ``==`` on floats, "bitwise" in a test's
+  name or docstring): two runs made by the test itself on this machine, e.g. a resumed run
+  against an uninterrupted one, two placements, concurrent jobs, a fast path against a
+  batched one. The same code on the same CPU must give the same bits;
+* **across machines, under a tolerance**: only ``tests/e2e/test_golden.py`` compares with
+  records kept in the repository (written on another CPU, whose BLAS may pick other
+  kernels), under the rule of ``tests/golden/compare.py``.
+"""
 import contextlib
 import sys
 from pathlib import Path

@@ -42,6 +42,7 @@ from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
 from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
+from ..problems.registry import PROBLEMS
 from .. import walks
 from .base import Algorithm, register
 from .gradient_admm import ElasticNetPenalty, iteration
@@ -93,6 +94,12 @@ def _check_params(name: str, params: TokenADMMParams) -> None:
 
 
 def _check_problem(name: str, cfg) -> None:
+    # the token samples one record per visit: a problem given as whole functions (the
+    # polynomial objectives) or as an aggregative game has no records to sample
+    if cfg.problem.name not in PROBLEMS:
+        raise ConfigError(
+            f"algorithm {name!r} samples records, and problem {cfg.problem.name!r} has none",
+            f"choose a record-based problem ({', '.join(PROBLEMS)})")
     if cfg.problem.clip:
         raise ConfigError(
             f"[problem] clip = {cfg.problem.clip} is set, but {name!r} clips each record's "

@@ -80,3 +80,14 @@ def test_a_ledger_epsilon_moved_beyond_the_rule_fails(copy_of_a_record):
     privacy["worst_link_epsilon"] *= 1 + 100 * RTOL
     (copy_of_a_record / "privacy.json").write_text(json.dumps(privacy))
     assert any("worst_link_epsilon" in p for p in differences(CASE, copy_of_a_record))
+
+
+def test_only_the_golden_comparison_reads_the_records_kept_in_the_repository():
+    """Records written on another machine are compared only under the rule above; every
+    other bitwise assertion in the suite compares two runs made on this machine."""
+    tests = Path(__file__).parents[1]
+    allowed = {GOLDEN / "compare.py", GOLDEN / "record.py", GOLDEN / "run_cases.py",
+               GOLDEN / "cases.py", tests / "e2e" / "test_golden.py", Path(__file__)}
+    readers = [p.relative_to(tests) for p in tests.rglob("*.py")
+               if p not in allowed and ("golden" / Path("data")).as_posix() in p.read_text()]
+    assert readers == []

@@ -106,6 +106,7 @@ def test_ring_without_hamiltonian_cycle_and_disconnected_walk_are_refused():
     ("algorithm.schedule=star", "algorithm.schedule"),
     ("algorithm.bound=tight", "algorithm.bound"),
     ("problem.clip=1", "problem\\] clip"),
+    ("problem.name=polynomial", "samples records, and problem 'polynomial' has none"),
 ])
 def test_bad_parameters_are_refused(override, match):
     with pytest.raises(ConfigError, match=match):
