@@ -19,12 +19,14 @@ matplotlib.use("Agg")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import figure_check  # noqa: E402
 
+from mpi_privopt.reproduce._chan2023 import redraw as chan  # noqa: E402
 from mpi_privopt.reproduce._chen2025 import figures as chen  # noqa: E402
 from mpi_privopt.reproduce._gade2017 import figures as gade  # noqa: E402
 from mpi_privopt.reproduce._gauthier2024 import figures as gauthier  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproductions"
 FOLDERS = {
+    "chan2023": (chan, DOCS / "chan2023"),
     "gade2017": (gade, DOCS / "gade2017"),
     "gauthier2024": (gauthier, DOCS / "gauthier2024"),
     "chen2025/digits": (chen, DOCS / "chen2025" / "digits"),
