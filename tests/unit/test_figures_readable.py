@@ -9,6 +9,7 @@ is run here.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,9 @@ def _figure():
 def test_check_finds_an_empty_log_panel():
     fig, ax = _figure()
     ax.plot([1, 2, 3], [-1.0, -2.0, -3.0], label="negative")
-    ax.set_yscale("log")
+    with warnings.catch_warnings():  # matplotlib: "Data has no positive values"
+        warnings.simplefilter("ignore")
+        ax.set_yscale("log")
     assert any("shows no data" in p for p in figure_check.check_figure(fig))
 
 
@@ -93,3 +96,46 @@ def test_check_finds_a_hidden_curve_and_accepts_a_halo():
     ax.plot(x, x ** 2, label="under", linewidth=5, alpha=0.4)
     ax.plot(x, x ** 2, label="over", linewidth=1.5)
     assert figure_check.check_figure(fig) == []
+
+
+# ``report --png``, drawn from small synthetic runs: each kind of matrix and curve.
+
+def _report_run(K: int = 4, budget: float = 10.0, eps: float = 8.5552, varied: bool = False,
+                unbounded: bool = False) -> dict:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    ring = np.zeros((K, K))
+    for k in range(K):
+        ring[k, (k + 1) % K] = ring[(k + 1) % K, k] = 1
+    epsilon = np.where(ring > 0, eps, np.nan)
+    moved = ring * 3200
+    if varied:
+        moved = moved * np.arange(1, K + 1)[:, None] ** 4
+        epsilon[0, 1] = eps / 4
+    if unbounded:
+        epsilon[1, 0] = np.inf
+    curve = np.geomspace(4.0, 0.05, 51) * (1 + 0.2 * np.sin(np.arange(51)))
+    return {"metrics": {"iteration": np.arange(51), "error": curve,
+                        "elapsed_seconds": np.zeros(51)},
+            "bytes": moved, "epsilon": epsilon,
+            "privacy": {"delta": 1e-5, "agents": [{"budget": budget}] * K},
+            "summary": SimpleNamespace(algorithm="zcdp-nfl", problem="elastic-net", ranks=K)}
+
+
+REPORTS = {
+    "flat under a budget": {},
+    "flat, no budget": {"budget": float("inf")},
+    "varied": {"varied": True},
+    "an unbounded link": {"unbounded": True},
+    "many agents": {"K": 24, "varied": True},
+}
+
+
+def test_report_png_is_readable():
+    from mpi_privopt.report import report_figure
+
+    found = _problems((name, None, report_figure(_report_run(**kw)))
+                      for name, kw in REPORTS.items())
+    assert {name: p for name, p in found.items() if p} == {}
