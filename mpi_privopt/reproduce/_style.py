@@ -259,4 +259,4 @@ def panel_legend(ax, ncol: int = 2) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend([_plain(h) for h in handles], labels, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.16), ncol=ncol, fontsize=7.5, frameon=False)
+                  bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=7.5, frameon=False)

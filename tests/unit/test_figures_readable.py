@@ -139,3 +139,21 @@ def test_report_png_is_readable():
     found = _problems((name, None, report_figure(_report_run(**kw)))
                       for name, kw in REPORTS.items())
     assert {name: p for name, p in found.items() if p} == {}
+
+
+def test_gauthier_tuning_figure_is_readable():
+    """The step-matching figure (its runs' curves are not committed): synthetic noise-free
+    curves, one per step of the committed tuning table, each decaying at its own rate."""
+    import csv
+
+    with open(DOCS / "gauthier2024" / "tuning.csv", newline="") as handle:
+        table = [{**r, "step": float(r["step"])} for r in csv.DictReader(handle)]
+    curves = []
+    for problem in ("elastic-net", "lad"):
+        for method, step in [("admm", "")] + [("dgd", r["step"]) for r in table
+                                              if r["problem"] == problem]:
+            rate = 0.9 if method == "admm" else 1.0 - step
+            curves += [{"problem": problem, "method": method, "step": step, "iteration": n,
+                        "error": 3.0 * rate ** n} for n in range(0, 201, 2)]
+    found = _problems([("tuning.png", None, gauthier.draw_tuning(curves, table))])
+    assert found == {"tuning.png": []}
