@@ -68,19 +68,20 @@ def label_1b(key: tuple, first: tuple, rows: list[dict]) -> str:
     return f"sigma = {key[2]:.2f}{eta}"
 
 
-#: a curve has settled when it stays within this share of the largest gap of its final value
+#: a curve has settled when it stays this close to its final value (a share of the largest
+#: gap drawn)
 SETTLED = 0.01
 
 
-def _settled_at(series: list[np.ndarray]) -> int:
-    """The first t after which every curve stays within :data:`SETTLED` of the largest
-    |gap| of its last value."""
-    scale = max(float(np.nanmax(np.abs(y))) for y in series) or 1.0
+def _settled_at(series: list[np.ndarray]) -> tuple[int, float]:
+    """The first t after which every curve stays within the tolerance (:data:`SETTLED` of
+    the largest |gap|) of its last value, and that tolerance."""
+    tolerance = SETTLED * (max(float(np.nanmax(np.abs(y))) for y in series) or 1.0)
     last = 0
     for y in series:
-        away = np.flatnonzero(np.abs(y - y[-1]) > SETTLED * scale)
+        away = np.flatnonzero(np.abs(y - y[-1]) > tolerance)
         last = max(last, int(away[-1]) + 1 if away.size else 0)
-    return last
+    return last, tolerance
 
 
 def draw_curves(rows: list[dict], label, points: int):
@@ -99,7 +100,8 @@ def draw_curves(rows: list[dict], label, points: int):
     corrected = rows[0]["mode"] == "corrected"
     fig, (lin, log) = plt.subplots(1, 2, figsize=(11.0, 4.4))
     gaps = {k: np.array([r["mean_gap"] for r in groups[k]]) for k in keys}
-    settled = min(points - 1, max(3, _settled_at(list(gaps.values())) + 2))
+    settled, tolerance = _settled_at(list(gaps.values()))
+    settled = min(points - 1, max(3, settled + 2))
     negative = False
     for k in keys:
         t = np.array([r["t"] for r in groups[k]], dtype=float)
@@ -123,7 +125,7 @@ def draw_curves(rows: list[dict], label, points: int):
     log.set_ylabel(f"|{ylabel}|", fontsize=9)
     log.set_yscale("log")
     lin.set_title(f"linear y, t = 0..{settled} (after that every curve stays within "
-                  f"{SETTLED:.0%} of its final value)", fontsize=8)
+                  f"{tolerance:.2g} of its final value)", fontsize=8)
     if negative:
         log.set_title("log |gap|: hollow markers where the gap is negative (the notebook's "
                       "'opt' lies above the optimum)", fontsize=8)

@@ -43,20 +43,22 @@ def heatmap(obs: dict[str, np.ndarray], path: Path, rows: list[dict], title: str
 
 
 def draw_heatmap(obs: dict[str, np.ndarray], local_epsilon: float):
-    """Observer (rows) against owner (columns), epsilon on a log colour scale."""
-    from matplotlib.colors import LogNorm
+    """Observer (rows) against owner (columns), epsilon on a colour scale from its smallest
+    to its largest entry (logarithmic over more than a decade)."""
+    from matplotlib.colors import LogNorm, Normalize
 
     plt = pyplot()
     eps = obs["epsilon"]
     seen = eps[np.isfinite(eps)]
+    low, high = float(seen.min()), float(seen.max())
+    log = high > 10 * low
     fig, ax = plt.subplots(figsize=(7.8, 7.0))
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("lightgrey")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="lightgrey")
     image = ax.imshow(np.ma.masked_invalid(eps), cmap=cmap, origin="upper",
-                      norm=LogNorm(vmin=float(seen.min()), vmax=float(seen.max())))
+                      norm=(LogNorm if log else Normalize)(vmin=low, vmax=high))
     bar = fig.colorbar(image, ax=ax)
-    bar.set_label(f"epsilon at delta = {DP_DELTA:g} (log scale; local: "
-                  f"{display.loss(local_epsilon, 3)})")
+    bar.set_label(f"epsilon at delta = {DP_DELTA:g} ({'log' if log else 'linear'} scale; "
+                  f"local: {display.loss(local_epsilon, 3)})")
     K = eps.shape[0]
     ticks = np.arange(0, K, max(1, K // 12))
     ax.set_xticks(ticks)
