@@ -20,9 +20,10 @@ personalised task with softmax regression in numpy on the offline stand-in data 
 * the CSV behind each, and ``summary.json`` (final values per curve, the budget totals).
 
 Runs already finished in ``DIR/runs`` are reused; ``--redraw`` draws the figures of every
-data set folder of ``DIR`` again from their CSVs, without running anything. A run whose iterate diverges (the
-engine's guard, exit status 3) stops its job; it is rerun alone and kept as "diverged at
-iteration n" with its metrics up to then, and the other runs go on in batches.
+data set folder of ``DIR`` again from their CSVs, without running anything. A run whose
+iterate diverges (the engine's guard, exit status 3) stops its job; it is rerun alone and
+kept as "diverged at iteration n" with its metrics up to then, and the other runs go on in
+batches.
 """
 from __future__ import annotations
 

@@ -157,3 +157,26 @@ def test_gauthier_tuning_figure_is_readable():
                         "error": 3.0 * rate ** n} for n in range(0, 201, 2)]
     found = _problems([("tuning.png", None, gauthier.draw_tuning(curves, table))])
     assert found == {"tuning.png": []}
+
+
+def test_gade_figure1_of_one_seed_is_readable():
+    """``reproduce gade2017 --quick`` runs one seed: no bands, DGD still on RSS-NB."""
+    from mpi_privopt.reproduce import read_csv
+
+    rows = read_csv(DOCS / "gade2017" / "fig1.csv")
+    found = _problems((name, title, gade.draw_convergence(rows, list(series), 1))
+                      for name, series, title in gade.CONVERGENCE[:1])
+    assert found == {"fig1": []}
+
+
+@pytest.mark.parametrize("name", ["chan2023", "chen2025", "gade2017", "gauthier2024"])
+def test_redraw_without_a_finished_reproduction_is_one_clear_message(tmp_path, name):
+    import importlib
+
+    from mpi_privopt.errors import ConfigError
+
+    module = importlib.import_module(f"mpi_privopt.reproduce.{name}")
+    with pytest.raises(ConfigError, match=f"reproduce {name} --redraw: .* is not a directory"):
+        module.main(["--redraw", "--out", str(tmp_path / "nowhere")])
+    with pytest.raises(ConfigError, match=f"reproduce {name} --redraw: .* is missing"):
+        module.main(["--redraw", "--out", str(tmp_path)])
