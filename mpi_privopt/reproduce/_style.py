@@ -154,11 +154,25 @@ def space_markers(ax) -> None:
         line.set_markevery(sorted(set(nearest.tolist())) or [int(where[0])])
 
 
+def plain_log_ticks(ax) -> None:
+    """A log y axis spanning less than a decade or two labels its ticks ``2``, ``0.3`` (not
+    ``2 x 10^0``), its minor ticks too: they are the only ones it has."""
+    from matplotlib.ticker import FuncFormatter
+
+    low, high = sorted(ax.get_ylim())
+    if ax.get_yscale() != "log" or low <= 0 or high / low > 30:
+        return
+    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+
+
 def tidy(ax) -> list[tuple[str, str]]:
-    """After a panel is drawn and its scales set: :func:`space_markers`, then
-    :func:`mark_coincident` (returns its pairs)."""
+    """After a panel is drawn and its scales set: :func:`space_markers`,
+    :func:`plain_log_ticks`, then :func:`mark_coincident` (returns its pairs)."""
     ax.autoscale_view()
     space_markers(ax)
+    plain_log_ticks(ax)
     return mark_coincident(ax)
 
 
