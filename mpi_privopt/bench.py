@@ -25,12 +25,13 @@ says which path ran.
 from __future__ import annotations
 
 import json
+import math
 from time import perf_counter
 
 import numpy as np
 from mpi4py import MPI
 
-from . import problems, topology
+from . import display, problems, topology
 from .agent import Agent
 from .algorithms.dgd import DGD
 from .checkpoint import StopOnSignal
@@ -38,8 +39,58 @@ from .config import load_config
 from .network import Network
 from .privacy.ledger import Ledger
 from .privacy.release import Release
+from .progress import progress_line
 
 ROUNDS = 11
+
+
+class BenchProgress:
+    """Rank 0's progress line over the bench's steps (a timed round, a link), each weighted
+    by its expected cost so that the time remaining holds across parts and payload sizes.
+
+    The unit is one small-payload neighbour exchange. Measured (docs/bench/, 2 and 8
+    ranks), an exchange of s doubles costs about 1 + s / :data:`TRANSFER_DOUBLES` units
+    (within a factor 2.5 from 8 to 10^6 doubles), one DGD iteration of a variant
+    :data:`DGD_UNITS`. The other ranks hold no line (``line`` None): ``step`` does nothing.
+    """
+
+    #: doubles at which an exchange costs twice a small one (its transfer equals latency)
+    TRANSFER_DOUBLES = 1e4
+    #: units of one DGD iteration (an exchange and a gradient), measured 2.4-2.5
+    DGD_UNITS = 2.5
+    #: units of one link's ping-pongs: 2 x 210 of 8 B and 2 x 10 of 1 MiB
+    LINK_UNITS = 420 + 20 * (1 + 131072 / TRANSFER_DOUBLES)
+
+    def __init__(self, line) -> None:
+        self.line = line
+        self.done = 0.0
+
+    @classmethod
+    def exchange_units(cls, size: int, repeats: int, variants: int) -> float:
+        """One round of part 1: ``variants`` x ``repeats`` exchanges of ``size`` doubles."""
+        return variants * repeats * (1 + size / cls.TRANSFER_DOUBLES)
+
+    @classmethod
+    def plan(cls, sizes: list[int], repeats: int, exchange_variants: int, links: int,
+             iterations: int, dgd_variants: int) -> float:
+        """The bench's total units."""
+        return (ROUNDS * sum(cls.exchange_units(size, repeats or _auto_repeats(size),
+                                                exchange_variants) for size in sizes)
+                + links * cls.LINK_UNITS + ROUNDS * dgd_variants * iterations * cls.DGD_UNITS)
+
+    def finish(self) -> None:
+        """The last line, ``done`` at 100%."""
+        if self.line is not None:
+            self.line.update(self.line.total, label="done")
+            self.line.close()
+
+    def step(self, units: float, label: str) -> None:
+        """``units`` more done; ``label`` says what (shown with the next line)."""
+        if self.line is not None:
+            self.done += units
+            # the line ends with finish() alone, whatever the weights' sum rounds to
+            self.line.update(min(self.done, math.nextafter(self.line.total, 0.0)),
+                             label=label)
 
 
 def _timed(comm: MPI.Intracomm, fn, repeats: int) -> float:
@@ -87,7 +138,8 @@ def _auto_repeats(size: int) -> int:
 EXCHANGES = ("raw", "raw_persistent", "broadcast", "channel")
 
 
-def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats: int) -> list[dict]:
+def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats: int,
+                   progress: BenchProgress | None = None) -> list[dict]:
     """Four ways to run one neighbour allgather, per payload size, alternating in rounds.
 
     ``raw``: ``Neighbor_allgather`` on a dist-graph communicator of our own, as a plain
@@ -125,9 +177,12 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
         for fn in runs.values():
             fn()  # warm-up: first-touch of buffers, connection setup
         times = {name: [] for name in runs}
-        for _ in range(ROUNDS):
+        units = BenchProgress.exchange_units(size, reps, len(runs))
+        for r in range(ROUNDS):
             for name, fn in runs.items():
                 times[name].append(_timed(world, fn, reps))
+            if progress is not None:
+                progress.step(units, f"1/3 exchange of {size} doubles, round {r + 1}/{ROUNDS}")
         if persistent is not None:
             persistent.Free()
         channel.free()
@@ -142,7 +197,8 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
     return rows
 
 
-def bench_links(world: MPI.Intracomm, graph) -> list[dict]:
+def bench_links(world: MPI.Intracomm, graph,
+                progress: BenchProgress | None = None) -> list[dict]:
     """Ping-pong on each undirected link in turn; the other ranks wait in a barrier."""
     rank = world.Get_rank()
     small, large = np.zeros(1), np.zeros(128 * 1024)  # 8 B and 1 MiB
@@ -170,10 +226,13 @@ def bench_links(world: MPI.Intracomm, graph) -> list[dict]:
         if rank == 0:
             rows.append(next(r for r in results if r is not None))
         world.Barrier()
+        if progress is not None:
+            progress.step(BenchProgress.LINK_UNITS, f"2/3 link {i}-{j}")
     return rows
 
 
-def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
+def bench_dgd(world: MPI.Intracomm, graph, iterations: int,
+              progress: BenchProgress | None = None) -> dict:
     """The ``dgd`` algorithm against a hand-written mpi4py DGD, same everything."""
     rank, size = world.Get_rank(), world.Get_size()
     cfg = load_config(None, ["algorithm.name=dgd", "algorithm.schedule=constant",
@@ -254,7 +313,8 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
         del variants[1]  # MPI 3: no persistent requests to write it with
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     same = True
-    for _ in range(ROUNDS):
+    units = len(variants) * iterations * BenchProgress.DGD_UNITS
+    for r in range(ROUNDS):
         for name, run in variants:
             elapsed, x = run()
             times[name].append(elapsed)
@@ -264,6 +324,8 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int) -> dict:
                 # like for like: every variant computes the same iterates
                 error = float(np.max(np.abs(x - x_raw)))
                 same = world.allreduce(error, op=MPI.MAX) < 1e-10 and same
+        if progress is not None:
+            progress.step(units, f"3/3 DGD, round {r + 1}/{ROUNDS}")
     best = {name: min(t) for name, t in times.items()}
     result = {"iterations": iterations, "same_iterates": bool(same)}
     result.update({f"{name}_it_per_s": iterations / best[name] if name in best else None
@@ -309,17 +371,28 @@ def main(args) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     persistent = persistent_collectives(world)
-    exchange = bench_exchange(world, net, sizes, args.repeats)
+    edges = graph.to_undirected().number_of_edges() if size > 1 else 0
+    total = BenchProgress.plan(sizes, args.repeats, 3 + persistent, edges, args.iterations,
+                               4 + persistent)
+    # rank 0's line on stderr; the results go to stdout
+    progress = BenchProgress(progress_line(getattr(args, "progress_mode", "auto"), total,
+                                           "bench", percent=True, settle=0,
+                                           in_place=False)
+                             if rank == 0 else None)
+    progress.step(0.0, "1/3 exchange")
+    exchange = bench_exchange(world, net, sizes, args.repeats, progress)
     net.free()
-    links = bench_links(world, graph) if size > 1 else []
-    dgd = bench_dgd(world, graph, args.iterations)
+    links = bench_links(world, graph, progress) if size > 1 else []
+    dgd = bench_dgd(world, graph, args.iterations, progress)
+    progress.finish()
     if rank != 0:
         return 0
     path = ("persistent neighbour collectives (MPI 4)" if persistent
             else "no persistent collectives (MPI 3): persistent variants n/a, the channel "
                  "runs its blocking fallback")
     print(f"bench: {size} ranks, {args.topology} graph ({graph.number_of_edges()} edges), "
-          f"{MPI.Get_library_version().splitlines()[0].strip()}\n       {path}")
+          f"{display.mpi_library(MPI.get_vendor()[0], MPI.get_vendor()[1], MPI.Get_version())}"
+          f"\n       {path}")
     print("\n1. one neighbour exchange (allgather), us per exchange, best of "
           f"{ROUNDS} alternating rounds")
     print("   raw: Neighbor_allgather; persistent: raw with Neighbor_allgather_init; "

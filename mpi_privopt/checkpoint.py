@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from . import display
 from .errors import ConfigError, UserError
 
 __all__ = ["CHECKPOINT_DIR", "CheckpointWriteError", "Checkpointer", "StopOnSignal",
@@ -415,8 +416,9 @@ def refuse_overspend(s, first: int) -> None:
         eps = after.epsilon(ledger.delta)["best"]
         raise ConfigError(
             f"resuming to run.iterations = {last} would take agent {s.comm.Get_rank()}'s "
-            f"privacy loss from epsilon {spent:.4g} (spent by iteration {first - 1}) to "
-            f"{eps:.4g} at delta {ledger.delta:g}, over privacy.epsilon = {ledger.budget:g}; "
+            f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
+            f"{first - 1}) to {display.loss(eps)} at delta {ledger.delta:g}, over "
+            f"privacy.epsilon = {display.exact(ledger.budget)}; "
             "nothing was released",
             "the spent budget is never reset: keep the run as it is, or resume to fewer "
             "iterations")

@@ -63,7 +63,7 @@ def cmd_run(args) -> int:
 
 def progress_choice(args) -> bool | None:
     """The stderr progress line: off with --quiet, on with --progress, else None (the
-    config's run.progress decides; "auto": when stderr is a terminal)."""
+    config's run.progress decides; "auto": when a person watches, mpi_privopt/watching.py)."""
     if args.quiet:
         return False
     return True if args.progress else None
@@ -105,7 +105,8 @@ def cmd_check(args) -> int:
     from . import problems
     import numpy as np
 
-    from .commands.noise_outlook import noise_warning
+    from . import display
+    from .commands.noise_outlook import prelaunch_notes
     from .prelaunch import check_run_input
     from .topology import describe
 
@@ -119,20 +120,25 @@ def cmd_check(args) -> int:
     check_setup = getattr(ALGORITHMS[cfg.algorithm.name], "check_setup", None)
     if check_setup is not None:
         check_setup(cfg, graph, counts)
-    # a schedule that cannot be calibrated (overflows over T) is refused here
-    warning = noise_warning(cfg, max([1.0] + [float(np.abs(a).max()) for d in data
-                                              for a in d if a.size]))
+    # a schedule that cannot be calibrated (overflows over T) is refused here; the noise
+    # warning and outlook (commands/noise_outlook.py), as run prints them before MPI
+    notes = prelaunch_notes(args.config, args.overrides, cfg,
+                            max([1.0] + [float(np.abs(a).max()) for d in data
+                                         for a in d if a.size]))
     info = describe(graph)
     print(f"config {cfg.source}: OK for {args.ranks} ranks")
-    print(f"  algorithm  {cfg.algorithm.name}  {cfg.to_dict()['algorithm']}")
+    params = {k: v for k, v in cfg.to_dict()["algorithm"].items() if k != "name"}
+    print(f"  algorithm  {cfg.algorithm.name}"
+          + (f"  ({display.mapping(params)})" if params else ""))
     source = (f"preset {cfg.problem.preset or 'gade2017'}" if cfg.problem.name == "polynomial"
               else f"data {cfg.problem.data}" if cfg.problem.data else "synthetic data")
     print(f"  problem    {cfg.problem.name}  ({source})")
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
-          f"degree {info['min_degree']}..{info['max_degree']} (mean {info['average_degree']:.2f})")
+          f"degree {info['min_degree']}..{info['max_degree']} "
+          f"(mean {display.number(info['average_degree'])})")
     print(f"  run        {cfg.run.iterations} iterations, seed {cfg.run.seed}")
-    if warning:  # a warning, not a refusal: the run is possible, only pointless
-        print(f"mpi_privopt: warning: {warning}", file=sys.stderr, flush=True)
+    for note in notes:
+        print(note, file=sys.stderr, flush=True)
     print(f"launch with: mpiexec -n {args.ranks} python -m mpi4py -m mpi_privopt run "
           + " ".join(shlex.quote(word) for word in
                      [args.config, *(f for o in args.overrides for f in ("--set", o))]))
@@ -140,6 +146,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from . import display
     from .algorithms import ALGORITHMS
     from .config import packaged_experiments
     from .problems import PROBLEMS
@@ -153,7 +160,8 @@ def cmd_list(args) -> int:
     print("  " + ", ".join(TOPOLOGIES))
     print("problems (problem.name):")
     for name, spec in PROBLEMS.items():
-        print(f"  {name:<16} loss {spec.loss.name}, l1 {spec.l1}, l2 {spec.l2}")
+        print(f"  {name:<16} loss {spec.loss.name}, l1 {display.exact(spec.l1)}, "
+              f"l2 {display.exact(spec.l2)}")
     from .problems.polynomial_presets import PRESETS
     print(f"  {'polynomial':<16} polynomial objectives, problem.preset: {', '.join(PRESETS)}")
     print("packaged experiments (run by name):")
@@ -167,7 +175,9 @@ def cmd_list(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
     from .entrypoint import refuse_lone_copies
+    from .progress import progress_mode
     refuse_lone_copies()
+    args.progress_mode = progress_mode(args)
     return bench_main(args)
 
 
@@ -194,7 +204,18 @@ def cmd_audit(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from .reproduce import run as reproduce_run
-    return reproduce_run(args.name, args.options)
+    flags = ["--quiet"] * args.quiet + ["--progress"] * args.progress  # given before NAME
+    return reproduce_run(args.name, flags + args.options)
+
+
+#: bench's --help: what it does and how long the defaults take (measured once: docs/usage.md)
+BENCH_DESCRIPTION = (
+    "Time the Network layer against raw mpi4py under mpiexec: one neighbour exchange "
+    "four ways per payload size, every link's latency and bandwidth, and the registered "
+    "dgd against a hand-written one (docs/performance.md). The defaults take about 4 "
+    "minutes under mpiexec -n 2 on a 2-core machine (measured once: 3 min 44 s, the machine "
+    "shared with other jobs); more ranks than cores take longer. Rank 0 shows a progress "
+    "line with the time remaining on stderr where a person watches (docs/usage.md).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,8 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true",
                    help="print only the run directory, no progress or summary")
     p.add_argument("--progress", action="store_true",
-                   help="show the progress line on stderr even when it is not a terminal "
-                        "(it is shown on a terminal anyway; run.progress in the config)")
+                   help="show the progress line on stderr even in a log (it is shown "
+                        "anyway where a person watches; run.progress in the config)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its last checkpoint (with its "
                         "config; only --set run.iterations=N may change, to extend it)")
@@ -224,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list algorithms, topologies, problems and experiments")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("bench", help="time Network against raw mpi4py (under mpiexec)")
+    p = sub.add_parser("bench", help="time Network against raw mpi4py (under mpiexec)",
+                       description=BENCH_DESCRIPTION)
     p.add_argument("--sizes", default="8,100,1000,10000,100000,1000000",
                    help="payload sizes in doubles, comma-separated")
     p.add_argument("--repeats", type=int, default=0,
@@ -233,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iterations for the DGD comparison")
     p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    from .progress import add_progress_arguments
+    add_progress_arguments(p, "no progress line (the results are printed all the same)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition, amplification")
@@ -256,10 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_arguments(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (gade2017 and gauthier2024 launch mpiexec)")
-    p.add_argument("name", help="the paper, e.g. gade2017, gauthier2024 or chan2023")
-    p.add_argument("options", nargs=argparse.REMAINDER,
-                   help="options of that reproduction (see reproduce NAME --help)")
+    p = sub.add_parser("reproduce", add_help=False,
+                       help="reproduce a paper's experiments (reproduce --help lists them)",
+                       description="Reproduce a paper's experiments: figures (PNG) with the "
+                                   "CSV behind each; most launch mpiexec themselves.")
+    from .reproduce import add_arguments as add_reproduce_arguments
+    add_reproduce_arguments(p)
     p.set_defaults(func=cmd_reproduce)
     return parser
 
@@ -267,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m mpi_privopt`` and ``mpi-privopt``."""
     args = build_parser().parse_args(argv)
+    from .display import install_warning_format
+    install_warning_format()  # a warning is one line for a person, not a file:line
     try:
         code = args.func(args)
     except BrokenPipeError:

@@ -79,7 +79,7 @@ class RunConfig:
     eval_every: int = 1
     seed: int = 0
     progress_every: int = 0  # 0: about ten progress lines per run
-    progress: str = "auto"  # the stderr progress line: auto (on a terminal), on, off
+    progress: str = "auto"  # the stderr progress line: auto (a person watches), on, off
     on_divergence: str = "stop"  # or "record": go on, the summary says "diverged"
     name: str = ""
     evaluate: str = "reference"
@@ -161,7 +161,12 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(_type_name(a) for a in typing.get_args(annotation))
     if annotation is type(None):
         return "unset"
-    return getattr(annotation, "__name__", str(annotation))
+    return _TYPE_WORDS.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+#: what a config value of each type is called in a message ("give an integer", not "a int")
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "a string in quotes",
+               bool: "true or false"}
 
 
 def build_section(cls: type, values: dict[str, Any], section: str) -> Any:
@@ -183,7 +188,7 @@ def build_section(cls: type, values: dict[str, Any], section: str) -> Any:
         if not _type_matches(value, annotation):
             raise ConfigError(
                 f"{section}.{name} = {value!r} has the wrong type",
-                f"give a {_type_name(annotation)}")
+                f"give {_type_name(annotation)}")
         if annotation is float and isinstance(value, int):
             value = float(value)
         kwargs[name] = value
@@ -209,7 +214,8 @@ def read_source(source: str | None) -> tuple[dict[str, Any], str]:
     path = Path(source)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise ConfigError(f"config file {source} does not exist",
+            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+            raise ConfigError(f"config file {source} {what}",
                               "give the path of a TOML file, or a packaged experiment name "
                               f"({', '.join(packaged_experiments())})")
         text, description = path.read_text(), str(path)
@@ -329,10 +335,14 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         if getattr(run, key) < 1:
             raise ConfigError(f"run.{key} = {getattr(run, key)} must be a positive integer",
                               f"set run.{key} to 1 or more")
+    if run.seed < 0:
+        raise ConfigError(f"run.seed = {run.seed} must be an integer >= 0",
+                          "set run.seed to a whole number >= 0 (it seeds the data, the "
+                          "noise and, unless topology.seed is set, the graph)")
     from .progress import PROGRESS_MODES
     if run.progress not in PROGRESS_MODES:
         raise ConfigError(f"run.progress = {run.progress!r} is unknown",
-                          'use "auto" (a progress line on stderr when it is a terminal), '
+                          'use "auto" (a progress line on stderr when a person watches), '
                           '"on" or "off"')
     if run.progress_every < 0:
         raise ConfigError(f"run.progress_every = {run.progress_every} must be >= 0",

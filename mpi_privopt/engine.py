@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 from mpi4py import MPI
 
-from . import topology
+from . import display, topology
 from .agent import Agent
 from .algorithms import ALGORITHMS
 from .collective import agree, computed_once
@@ -44,7 +44,7 @@ from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph, run_graph  # noqa: F401  (the runners import build_graph)
 from .problems.metrics import LOCAL, NONE, REFERENCE
-from .progress import Progress, progress_wanted
+from .progress import Progress, progress_line
 from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
                       write_json)
 from .summary import RunSummary, format_summary
@@ -176,7 +176,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         e.g. to attach a receive listener that models a curious neighbour.
     progress : bool, optional
         Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
-        ``run.progress`` says (``auto``: when stderr is a terminal).
+        ``run.progress`` says (``auto``: when a person watches, :mod:`mpi_privopt.watching`).
     resume : bool, optional
         Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
         run's only in ``run.iterations``).
@@ -191,8 +191,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     try:
         session = set_up(cfg, out, comm, eval_comm,
                          stream if comm.Get_rank() == 0 else None, on_setup, resume)
-        if session.root and (progress_wanted(cfg.run.progress) if progress is None else progress):
-            session.progress = Progress(cfg.run.iterations)
+        if session.root:
+            mode = cfg.run.progress if progress is None else ("on" if progress else "off")
+            session.progress = progress_line(mode, cfg.run.iterations)
         try:
             iterate(session)
         finally:
@@ -282,7 +283,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
             _print(stream, f"note: {setup_note}")
         if problem.reference is not None:
             _print(stream, f"reference optimum: {problem.reference.method}, "
-                           f"F(w_c) = {problem.reference.value:.6g}")
+                           f"F(w_c) = {display.number(problem.reference.value)}")
         else:
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
     session = Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,

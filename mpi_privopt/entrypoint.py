@@ -126,9 +126,18 @@ def fail_user(err: UserError) -> NoReturn:
         # Only this rank knows; the others may be waiting in a collective call.
         abort_others(status)
         sys.exit(status)
-    # Every rank knows: leave together and cleanly, without MPI_Abort's noise. A normal
-    # exit after MPI_Finalize (sys.exit: ranks leaving through os._exit made hydra kill
-    # the others and report 9 in about half the runs, see cli._interrupted).
+    leave_together(status)  # every rank knows
+
+
+def leave_together(status: int) -> NoReturn:
+    """Every rank leaves with ``status``, cleanly, without MPI_Abort's banner.
+
+    Call it on every rank of a job whose ranks all know the status (after a collective
+    decision). Under ``python -m mpi4py`` a non-zero exit would make each rank call
+    MPI_Abort; MPI is finalised first so that it does not. A normal exit after
+    MPI_Finalize (sys.exit: ranks leaving through os._exit made hydra kill the others and
+    report 9 in about half the runs, see cli._interrupted).
+    """
     from mpi4py import MPI
     sys.stdout.flush()
     sys.stderr.flush()

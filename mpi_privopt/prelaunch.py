@@ -143,17 +143,25 @@ def validate_before_mpi(config: str | None, overrides: list[str],
     The agent count is the one the launcher announced (1 without a launcher); a launcher
     that MPI cannot read is found later, once MPI has started (lone copies). With
     ``resume`` (a run directory) the run's checkpoint must match the config, the graph
-    and the agent count.
+    and the agent count. Good input of a new run gets the noise warning and outlook
+    (:mod:`mpi_privopt.commands.noise_outlook`), printed once, by task 0.
     """
-    from .entrypoint import announced_size
+    from .entrypoint import announced_rank, announced_size
     from .errors import UserError
+    notes: list[str] = []
     try:
         cfg, graph = check_run_input(config, overrides, announced_size(os.environ))
         if resume:
             from .checkpoint import check_resume_input
             check_resume_input(resume, cfg, graph, announced_size(os.environ))
+        else:  # every task computes them (a schedule that cannot be calibrated: all leave)
+            from .commands.noise_outlook import prelaunch_notes
+            notes = prelaunch_notes(config, overrides, cfg)
     except UserError as err:
         _leave(err)
+    if announced_rank(os.environ) == 0:
+        for note in notes:
+            print(note, file=sys.stderr, flush=True)
 
 
 def _leave(err) -> None:

@@ -83,8 +83,8 @@ def incomplete_text(run: dict) -> str:
             eps = HeadlineAccountant.from_dict(record["total"]).epsilon(record["delta"])["best"]
             sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
             lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
-                         f"{_eps(eps)} at delta {record['delta']:g} (budget "
-                         f"{_eps(record['budget'])}){sent}")
+                         f"{display.loss(eps)} at delta {record['delta']:g} (budget "
+                         f"{display.exact(record['budget'])}){sent}")
         unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
         if unknown:
             lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
@@ -98,7 +98,7 @@ def incomplete_text(run: dict) -> str:
     curve = _curve_column(m)
     if curve is not None and len(m["iteration"]):
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
-                     f"{m[curve][-1]:.2e}")
+                     f"{display.number(m[curve][-1])}")
     return "\n".join(lines)
 
 
@@ -112,7 +112,7 @@ def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> li
     return [f"failed run {path}: status failed (it ended without its summary: a rank was "
             f"killed, or the job was); {measured}",
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
-            f"link epsilon {_eps(privacy['worst_link_epsilon'])} at delta "
+            f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
             f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
             f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
             f"continue with: {resume_command(path, info['ranks'])}"]
@@ -162,9 +162,11 @@ def _hosts_text(run: dict) -> list[str]:
 
 
 def _eps(value: float) -> str:
+    """A matrix cell's privacy loss: 3 significant digits (the cells are narrow), rounded
+    up like every loss shown (display.loss); ``.`` for no link."""
     if np.isnan(value):
         return "."
-    return "inf" if math.isinf(value) else f"{value:.3g}"
+    return display.loss(value, 3)
 
 
 def _curve_column(metrics: dict) -> str | None:
@@ -194,7 +196,7 @@ def text_report(run: dict) -> str:
         marks = sorted({0, len(m["iteration"]) // 4, len(m["iteration"]) // 2,
                         3 * len(m["iteration"]) // 4, len(m["iteration"]) - 1})
         lines.append(f"accuracy curve ({curve}): " + ", ".join(
-            f"iter {int(m['iteration'][i])}: {m[curve][i]:.2e}" for i in marks))
+            f"iter {int(m['iteration'][i])}: {display.number(m[curve][i])}" for i in marks))
     K = run["bytes"].shape[0]
     link_bytes = run["bytes"][run["bytes"] > 0]
     lines.append(f"\nbytes per link (row = sender, column = receiver): total "
@@ -205,13 +207,14 @@ def text_report(run: dict) -> str:
         lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}",
                               run["cross_host"] & (run["bytes"] > 0) if several else None)
     lines += _hosts_text(run)
-    eps = run["epsilon"]
-    finite = eps[~np.isnan(eps)]
     p = run["privacy"]
-    lines.append(f"\nprivacy loss per link: epsilon at delta {p['delta']:g} "
-                 f"(best valid conversion per link, {p['noise']} noise; row = protected "
-                 f"agent, column = observer; . = no link): worst "
-                 f"{_eps(finite.max()) if finite.size else '-'}")
+    eps, measure = _headline_links(run)
+    how = ("local DP: the run's headline" if _pure_headline(run)
+           else "best valid conversion per link")
+    finite = eps[~np.isnan(eps)]
+    lines.append(f"\nprivacy loss per link: {measure} ({how}, {p['noise']} noise; row = "
+                 f"protected agent, column = observer; . = no link): worst "
+                 f"{display.loss(finite.max()) if finite.size else '-'}")
     if K <= SHOW_FULL:
         lines += _matrix_text(eps, _eps)
     observers = p.get("observers")
@@ -222,11 +225,36 @@ def text_report(run: dict) -> str:
     return "\n".join(lines)
 
 
+def _matrix(rows: list[list[float | None]]) -> np.ndarray:
+    """A privacy.json link matrix as floats, NaN where there is no link."""
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+
+def _headline_links(run: dict) -> tuple[np.ndarray, str]:
+    """The per-link losses in the measure of the run's own headline, and that measure's name.
+
+    A local-DP method's headline is pure epsilon at delta = 0 (its summary), so its matrix
+    is the pure one; any other run's is the best valid conversion at ``privacy.delta``.
+    """
+    eps = run["epsilon"]
+    if _pure_headline(run):
+        pure = _matrix(run["privacy"]["links"]["epsilon_pure"])
+        return np.where(np.isinf(eps), eps, pure), "pure epsilon at delta 0"
+    return eps, f"epsilon at delta {run['privacy']['delta']:g}"
+
+
+def _pure_headline(run: dict) -> bool:
+    """Whether the run's headline is pure epsilon at delta = 0 (a local-DP method), as its
+    summary says, and privacy.json has the pure matrix to show."""
+    return ("epsilon_pure" in run["privacy"].get("links", {})
+            and run["summary"].privacy_delta == 0)
+
+
 def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     """A token method's observer matrix: what each observer learned of each agent's data."""
     worst = observers["worst"]
     where = ("" if worst is None else
-             f": worst {_eps(worst['epsilon'])} (observer {worst['observer']}, agent "
+             f": worst {display.loss(worst['epsilon'])} (observer {worst['observer']}, agent "
              f"{worst['owner']}'s worst record)")
     lines = [f"\nobserver matrix: epsilon at delta {delta:g} of the worst single record "
              f"(row = observer, column = owner; . = saw nothing of it){where}"]
@@ -277,7 +305,7 @@ def report_figure(run: dict):
     axes = fig.subplots(1, 3)
     _curve_panel(axes[0], run["metrics"])
     _bytes_panel(fig, axes[1], run["bytes"])
-    _privacy_panel(fig, axes[2], run["epsilon"], run["privacy"])
+    _privacy_panel(fig, axes[2], *_headline_links(run), run["privacy"])
     summary = run["summary"]
     fig.suptitle(f"{summary.algorithm} on {summary.problem}, {summary.ranks} agents")
     fig.tight_layout()
@@ -315,20 +343,20 @@ def _bytes_panel(fig, ax, matrix: np.ndarray) -> None:
         bar.set_label("bytes sent on the link")
 
 
-def _privacy_panel(fig, ax, eps: np.ndarray, privacy: dict) -> None:
+def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> None:
     unbounded = np.isinf(eps)
     shown = np.where(unbounded, np.nan, eps)
     finite = shown[np.isfinite(shown)]
     budgets = {a.get("budget") for a in privacy.get("agents", [])}
     budget = budgets.pop() if len(budgets) == 1 else None
     budget = budget if budget is not None and math.isfinite(budget) else None
-    title = f"privacy loss per link (epsilon at delta {privacy['delta']:g})"
+    title = f"privacy loss per link ({measure})"  # the run's headline measure
     if finite.size and finite.min() == finite.max():
-        title += f"\nevery private link: {display.loss(finite.min())}"
+        title += f"\nevery private link: {display.loss(finite.min())}"  # rounded up
         if budget is not None:
             title += f", budget {budget:g}"
     bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent",
-                        _cell_loss, vmax=max(budget, finite.max())
+                        _eps, vmax=max(budget, finite.max())
                         if budget is not None and finite.size else None)
     if bar is not None:
         bar.set_label("epsilon")
@@ -392,10 +420,6 @@ def _short_bytes(value: float) -> str:
             return f"{display.number(value / size, 3)} {unit}"
     return f"{value:.0f} B"
 
-
-def _cell_loss(value: float) -> str:
-    """A privacy loss in a matrix cell: 3 digits, rounded up."""
-    return "." if np.isnan(value) else display.loss(value, 3)
 
 
 def main(args) -> int:

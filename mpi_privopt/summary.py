@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import display
+
 #: the summary keys written only when they have a value
 OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry",
             "diverged_at_iteration", "diverged_agents", "stopped_at_iteration",
@@ -111,38 +113,31 @@ class RunSummary:
 _FIELDS = frozenset(f.name for f in dataclasses.fields(RunSummary))
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def _privacy_line(s: RunSummary) -> str:
     eps = s.worst_link_epsilon
     if math.isinf(eps):
         return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
     where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
-    return (f"worst link epsilon = {eps:.4g}{where} at delta {s.privacy_delta:g} "
+    return (f"worst link epsilon = {display.loss(eps)}{where} at delta {s.privacy_delta:g} "
             f"({s.worst_link_conversion} conversion, {s.noise} noise)")
 
 
 def _observer_line(worst: dict) -> str:
     eps = worst["epsilon"]
     value = ("inf (unbounded)" if math.isinf(eps) else
-             f"{eps:.4g} (rho {worst['rho']:.4g})")
+             f"{display.loss(eps)} (rho {display.loss(worst['rho'])})")
     return (f"worst entry: observer {worst['observer']} about agent {worst['owner']}'s "
             f"worst record, epsilon {value}")
 
 
 def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
     if s.final_error is not None:
-        return [("final error", f"{s.final_error:.3e}   (sum_k ||w_k - w_c||^2 / ||w_c||^2)"),
-                ("objective gap", f"{s.final_objective_gap:.3e}"),
-                ("consensus gap", f"{s.final_consensus_gap:.3e}")]
+        return [("final error", f"{display.number(s.final_error)}   "
+                                "(sum_k ||w_k - w_c||^2 / ||w_c||^2)"),
+                ("objective gap", display.number(s.final_objective_gap)),
+                ("consensus gap", display.number(s.final_consensus_gap))]
     if s.final_metrics:
-        return [(name.replace("_", " "), f"{value:.6g}") for name, value in
+        return [(display.label(name), display.number(value)) for name, value in
                 s.final_metrics.items()]
     return [("metrics", 'none (run.evaluate = "none": nothing measured during the run)')]
 
@@ -177,11 +172,12 @@ def format_summary(s: RunSummary) -> str:
                       f"{s.topology}, {s.edges} edges)"),
         *_metric_rows(s),
         ("iterations", f"{s.iterations}"),
-        ("wall time", f"{s.wall_seconds:.3f} s  (evaluation {s.eval_seconds:.3f} s)"),
-        ("time in communication", f"{s.comm_seconds:.3f} s per agent on average "
-                                  f"(max {s.comm_seconds_max:.3f} s)"),
-        ("bytes sent", f"{_human_bytes(s.bytes_total)} in total, "
-                       f"{_human_bytes(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
+        ("wall time", f"{display.duration(s.wall_seconds)}  "
+                      f"(evaluation {display.duration(s.eval_seconds)})"),
+        ("time in communication", f"{display.duration(s.comm_seconds)} per agent on average "
+                                  f"(max {display.duration(s.comm_seconds_max)})"),
+        ("bytes sent", f"{display.byte_size(s.bytes_total)} in total, "
+                       f"{display.byte_size(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
         *([("status", f"DIVERGED at iteration {s.diverged_at_iteration} (agents "
                       f"{', '.join(map(str, s.diverged_agents or []))}); the run went on "
                       "because run.on_divergence = \"record\"")]
@@ -193,7 +189,9 @@ def format_summary(s: RunSummary) -> str:
         *([("observer matrix", _observer_line(s.worst_observer_entry))]
           if s.worst_observer_entry else []),
         *_mpi_rows(s),
-        *((str(k), str(v)) for k, v in (s.algorithm_report or {}).items()),
+        # summary.json keeps the full values; the table shows them for a person
+        *((display.label(str(k)), display.value(v, str(k)))
+          for k, v in (s.algorithm_report or {}).items()),
         ("run directory", s.run_dir),
     ]
     width = max(len(k) for k, _ in rows)

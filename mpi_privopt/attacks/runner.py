@@ -111,7 +111,7 @@ def score_attack(points: np.ndarray, gradients: np.ndarray, truth: dict,
 
 
 def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None = None,
-               comm: MPI.Intracomm | None = None) -> dict | None:
+               comm: MPI.Intracomm | None = None, progress: bool | None = None) -> dict | None:
     """Run ``cfg`` with ``coalition`` recording its links; score the attack on ``target``.
 
     Parameters
@@ -150,7 +150,7 @@ def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None =
             probe = TargetProbe(agent, algorithm)
             problem = agent.problem
 
-    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
+    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup, progress=progress)
     truth = None
     if probe is not None:
         polynomial = getattr(problem, "polynomial", None)

@@ -1,11 +1,14 @@
 """``python -m mpi_privopt audit EXPERIMENT [--link i,j | --all-links] [--target AGENT]
-[--trials N | --one-run [--canaries M] [--guesses R]] [--confidence C] [--force] [--out DIR]``
+[--trials N | --one-run [--canaries M] [--guesses R]] [--confidence C] [--force] [--out DIR]
+[--quiet | --progress]``
 (under mpiexec, one rank per agent)."""
 from __future__ import annotations
 
 import argparse
 
 from ..errors import ConfigError
+from ..progress import add_progress_arguments, progress_mode
+from .verdict import EXIT_STATUS, FAIL, INCONCLUSIVE, PASS
 
 
 def _link(text: str) -> tuple[int, int]:
@@ -16,8 +19,21 @@ def _link(text: str) -> tuple[int, int]:
     return i, j
 
 
+#: what ``audit --help`` says last: the verdicts and their exit statuses (.verdict)
+EPILOG = f"""verdict (the last line printed) and exit status:
+  PASS          {EXIT_STATUS[PASS]}  nothing flagged, and the bound could have exceeded the ledger's
+  FAIL          {EXIT_STATUS[FAIL]}  a check flagged something (the bound above the ledger's, a noise
+                   test, a shift above the booked sensitivity): a finding
+  INCONCLUSIVE  {EXIT_STATUS[INCONCLUSIVE]}  nothing flagged, but the audit could not have failed: even with
+                   every trial (or guess) right its bound is not above the ledger's
+  bad input     2  one message, nothing run
+docs/privacy-audit.md explains each mode and its bounds."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The audit command's options (cli.py adds the config arguments)."""
+    """The audit command's options (cli.py adds the config arguments) and its epilog."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--link", type=_link, default=None, metavar="I,J",
                        help="audit agent I's releases on the link to J (default: the "
@@ -40,6 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--one-run: canaries, one per feature (default: every feature)")
     parser.add_argument("--guesses", type=int, default=None,
                         help="--one-run: signs guessed (default: planned from the schedule)")
+    add_progress_arguments(parser, "no progress line (the report is printed all the same)")
+
+
+def _progress(args) -> bool | None:
+    """The run's progress line: off with --quiet, on with --progress, else None (where a
+    person watches)."""
+    return {"off": False, "on": True, "auto": None}[progress_mode(args)]
 
 
 def main(args, cfg) -> int:
@@ -66,12 +89,22 @@ def main(args, cfg) -> int:
         return _one_run(cfg, target, receiver, args, comm)
     report = run_audit(cfg, target=target, receiver=receiver, all_links=args.all_links,
                        trials=args.trials, confidence=args.confidence, force=args.force,
-                       out=args.out, comm=comm)
+                       out=args.out, comm=comm, progress=_progress(args))
     if report is not None:
         print(format_report(report))
         print(f"audit.json in {report['run_dir']}")
-    passed = comm.bcast(report["passed"] if report is not None else None)
-    return 0 if passed else 1
+    return _leave(comm.bcast(report["verdict"] if report is not None else None))
+
+
+def _leave(verdict: str) -> int:
+    """The verdict's exit status (:data:`~.verdict.EXIT_STATUS`); every rank knows the
+    verdict, so a non-zero status ends the job cleanly, with no MPI_Abort banner."""
+    from ..entrypoint import leave_together
+
+    status = EXIT_STATUS[verdict]
+    if status:
+        leave_together(status)
+    return status
 
 
 def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
@@ -97,7 +130,8 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
               flush=True)
     if receiver is None:
         receiver = min(build_graph(cfg, comm.Get_size()).neighbors(target))
-    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm)
+    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm,
+                        progress=_progress(args))
     if report is not None:
         print(f"attack by agent {receiver} on agent {target}: gradient relative error "
               f"{report['gradient_relative_error']:.3g}, exact recovery: {report['exact']}")
@@ -110,9 +144,9 @@ def _one_run(cfg, target: int, receiver: int | None, args, comm) -> int:
 
     report = run_one_run_audit(cfg, target=target, receiver=receiver,
                                canaries=args.canaries, guesses=args.guesses,
-                               confidence=args.confidence, out=args.out, comm=comm)
+                               confidence=args.confidence, out=args.out, comm=comm,
+                               progress=_progress(args))
     if report is not None:
         print(format_one_run(report))
         print(f"one-run-audit.json in {report['run_dir']}")
-    passed = comm.bcast(report["passed"] if report is not None else None)
-    return 0 if passed else 1
+    return _leave(comm.bcast(report["verdict"] if report is not None else None))

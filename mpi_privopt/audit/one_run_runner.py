@@ -27,6 +27,7 @@ from time import perf_counter
 import numpy as np
 from mpi4py import MPI
 
+from .. import display
 from ..collective import agree
 from ..config import Config
 from ..engine import build_graph, run
@@ -37,6 +38,7 @@ from .harness import (AUDIT_NOISE_TAG, audit_noise, mechanism_of, observe_releas
                       trial_copy)
 from .one_run import best_possible_bound, epsilon_lower_bound, sign_guesses
 from .runner import planned_mu
+from .verdict import PASS, decide, format_verdict
 
 __all__ = ["OneRunHarness", "plan_guesses", "run_one_run_audit", "canary_signs",
            "format_one_run"]
@@ -140,9 +142,11 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int,
 def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
                       canaries: int | None = None, guesses: int | None = None,
                       confidence: float = 0.95, out: str | None = None,
-                      comm: MPI.Intracomm | None = None) -> dict | None:
+                      comm: MPI.Intracomm | None = None,
+                      progress: bool | None = None) -> dict | None:
     """Audit agent ``target``'s releases on its link to ``receiver`` with ``canaries``
-    canaries in one run (all of the problem's features by default).
+    canaries in one run (all of the problem's features by default). ``progress``: the
+    run's progress line (:func:`mpi_privopt.engine.run`).
 
     Returns
     -------
@@ -170,7 +174,7 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
         held["harness"].attach(mechanism_of(algorithm))
 
     start = perf_counter()
-    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup)
+    result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup, progress=progress)
     seconds = perf_counter() - start
     report = None
     if "harness" in held:
@@ -190,9 +194,15 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
             "planned_mu": held["planned_mu"],
             "canary_mu": float(np.sqrt(np.median(h.mu2))),
             "best_possible": best_possible_bound(m, r, delta, confidence),
-            "worst_nonlinearity": h.worst_nonlinearity,
-            "passed": bound <= ledger_eps, "seconds": seconds,
+            "worst_nonlinearity": h.worst_nonlinearity, "seconds": seconds,
         }
+        report["flags"] = ([f"epsilon: lower bound {bound:.4g} > ledger epsilon "
+                            f"{ledger_eps:.4g} on link {target}->{receiver}"]
+                           if bound > ledger_eps else [])
+        # r right guesses of r cannot refute more than best_possible: at or below the
+        # ledger's epsilon, the audit could not have failed (INCONCLUSIVE, not PASS)
+        report["verdict"] = decide(report["flags"], report["best_possible"], ledger_eps)
+        report["passed"] = report["verdict"] == PASS
     report = comm.bcast(report, root=target)
     if comm.Get_rank() != 0:
         return None
@@ -204,16 +214,19 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
 def format_one_run(report: dict) -> str:
     """The one-run report as the command prints it."""
     i, j = report["link"]
-    verdict = ("verdict: PASS" if report["passed"] else
-               f"verdict: FAIL\n  - epsilon lower bound {report['epsilon_lower']:.4g} > ledger "
-               f"epsilon {report['ledger_epsilon']:.4g} on link {i}->{j}")
+    verdict = format_verdict(report["verdict"], report["flags"], report["best_possible"],
+                             report["ledger_epsilon"], "epsilon",
+                             "the bound grows with the canaries and guesses: more features, "
+                             "--canaries, --guesses")
     return "\n".join([
         f"one-run audit of {report['algorithm']} on link {i}->{j} ({report['canaries']} "
         f"canaries in {report['features']} features, {report['releases']} releases)",
-        f"  ledger epsilon      {report['ledger_epsilon']:.4f}   at delta {report['delta']:g} "
-        f"(mu {report['ledger_mu']:.4f})",
-        f"  epsilon >=          {report['epsilon_lower']:.4f}   ({report['correct']} of "
+        # the ledger's losses rounded up, the audit's lower bound down: both claims hold
+        f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   at delta "
+        f"{report['delta']:g} (mu {display.loss(report['ledger_mu'])})",
+        f"  epsilon >=          {display.lower_bound(report['epsilon_lower']):<6}   "
+        f"({report['correct']} of "
         f"{report['guesses']} signs guessed right, confidence {report['confidence']:g}; at "
-        f"best {report['best_possible']:.4f} with {report['guesses']} guesses)",
-        f"  time                {report['seconds']:.2f} s",
+        f"best {display.number(report['best_possible'])} with {report['guesses']} guesses)",
+        f"  time                {display.duration(report['seconds'])}",
         verdict])

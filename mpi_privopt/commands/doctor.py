@@ -82,12 +82,22 @@ def gather_facts() -> MPIFacts:
                     launcher_text=(versioned or lines or [""])[0])
 
 
+def launcher_name(facts: MPIFacts) -> str:
+    """The launcher's MPI as a person names it: ``MPICH 5.0.2``, ``Open MPI 4.1.4``, or
+    the family with its ``--version`` line (spaces collapsed) when it names no version."""
+    family = facts.launcher_family or "unknown MPI"
+    version = re.search(r"\b\d+(?:\.\d+)+\b", facts.launcher_text)
+    if version:
+        return f"{family} {version.group(0)}"
+    text = " ".join(facts.launcher_text.split())  # hydra pads its fields with spaces
+    return f"{family}: {text}" if text else family
+
+
 def main(args) -> int:
     facts = gather_facts()
     print(f"MPI library   {facts.library} ({facts.vendor} {facts.version}, loaded by mpi4py)")
     print(f"launcher      {facts.launcher or 'none on PATH'}"
-          + (f" ({facts.launcher_family or 'unknown MPI'}: {facts.launcher_text})"
-             if facts.launcher else ""))
+          + (f" ({launcher_name(facts)})" if facts.launcher else ""))
     problem = mismatch(facts)
     if problem:
         print(f"warning       {problem}", file=sys.stderr)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import display
 from ..errors import ConfigError
 from ..privacy.accountants import GaussianEvent, LaplaceEvent, epsilon_all
 from ..privacy.amplification import (CURVE_VARIANTS, AmplificationConstants, amplification_curve,
@@ -124,7 +125,7 @@ def cmd_epsilon(args) -> int:
         _print_json(result)
         return 0
     print(f"{len(events)} {args.mechanism} release(s), delta = {args.delta:g}, "
-          f"total zCDP rho = {result['rho']:.6g}")
+          f"total zCDP rho = {display.loss(result['rho'])}")
     rows = [("pure", "pure epsilon (sum of D/b)"),
             ("pld", "privacy loss distributions (dp-accounting; Laplace releases)"),
             ("exact", "exact Gaussian composition (Gaussian DP)"),
@@ -133,7 +134,7 @@ def cmd_epsilon(args) -> int:
             ("rdp", "RDP on dp-accounting's order grid")]
     for key, label in rows:
         if result.get(key) is not None:
-            print(f"  {key:<9} {result[key]:.10g}   {label}")
+            print(f"  {key:<9} {display.loss(result[key]):<9} {label}")
     return 0
 
 
@@ -156,14 +157,17 @@ def cmd_calibrate(args) -> int:
         _print_json(result)
         return 0
     print(f"budget epsilon = {args.epsilon:g} at delta = {args.delta:g} over "
-          f"{len(multipliers)} rounds ({args.conversion} conversion): total zCDP rho = {rho:.6g}")
-    print("noise multiplier sigma_n / Delta_n (multiply by each round's l2 sensitivity):")
+          f"{len(multipliers)} rounds ({args.conversion} conversion): total zCDP rho = "
+          f"{display.loss(rho)}")
+    # rounded up: more noise than calibrated, never less (--json gives the exact values)
+    print("noise multiplier sigma_n / Delta_n (multiply by each round's l2 sensitivity; "
+          "rounded up):")
     shown = list(enumerate(multipliers, 1))
     if len(shown) > 8:
         shown = shown[:4] + [None] + shown[-3:]
     for item in shown:
-        print("  ..." if item is None else f"  round {item[0]:>5}: {item[1]:.6g}")
-    print(f"check: these releases cost epsilon = {result['epsilon_check']:.10g}")
+        print("  ..." if item is None else f"  round {item[0]:>5}: {display.loss(item[1])}")
+    print(f"check: these releases cost epsilon = {display.loss(result['epsilon_check'])}")
     return 0
 
 
@@ -189,14 +193,19 @@ def cmd_coalition(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    shown = "inf (unbounded)" if math.isinf(eps["best"]) else f"{eps['best']:.6g}"
-    print(f"agent {args.agent} against observers {observers}: epsilon = {shown} "
+    shown = "inf (unbounded)" if math.isinf(eps["best"]) else display.loss(eps["best"])
+    print(f"agent {args.agent} against observers {', '.join(map(str, observers))}: "
+          f"epsilon = {shown} "
           f"at delta {report['delta']:g} ({eps['conversion']} conversion)")
     if unseen:
-        print(f"  observers {unseen} received no message carrying agent {args.agent}'s data "
-              "(not its neighbours), so they add nothing; what they may learn from their "
-              "own neighbours is post-processing of releases already counted on agent "
-              f"{args.agent}'s links")
+        several = len(unseen) > 1
+        print(f"  observer{'s' if several else ''} {', '.join(map(str, unseen))} "
+              f"received no message carrying agent {args.agent}'s data "
+              f"(not {'neighbours' if several else 'a neighbour'} of agent {args.agent}), so "
+              f"{'they add' if several else 'it adds'} nothing; what "
+              f"{'they' if several else 'it'} may learn from "
+              f"{'their' if several else 'its'} own neighbours is post-processing of "
+              f"releases already counted on agent {args.agent}'s links")
     return 0
 
 
@@ -241,8 +250,9 @@ def cmd_amplification(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"eta = {eta:.6g}, Delta = {args.radius:g}, sigma = {args.sigma:g}: local zCDP rho = "
-          f"{loc:.6g} (epsilon {result['local_epsilon']:.4g} at delta {args.delta:g})")
+    print(f"eta = {display.number(eta)}, Delta = {args.radius:g}, sigma = {args.sigma:g}: "
+          f"local zCDP rho = {display.loss(loc)} (epsilon {display.loss(result['local_epsilon'])} "
+          f"at delta {args.delta:g})")
     if not applies:
         print(f"note: {why}")
     names = list(CURVE_VARIANTS)
@@ -253,10 +263,11 @@ def cmd_amplification(args) -> int:
     print(f"  {'k':>6} {'T':>5} " + " ".join(f"{short[n]:>11}" for n in names)
           + f" {'booked rho':>12} {'epsilon':>9}")
     for i, k in enumerate(ks):
-        cells = " ".join("          -" if math.isnan(curve[n][i]) else f"{curve[n][i]:11.4g}"
-                         for n in names)
-        print(f"  {k:>6} {k // 2:>5} {cells} {booked_rho[i]:12.4g} "
-              f"{zcdp_to_eps_tight(booked_rho[i], args.delta):9.4g}")
+        # ratios of privacy losses: rounded up like the losses
+        cells = " ".join("          -" if math.isnan(curve[n][i])
+                         else f"{display.loss(curve[n][i]):>11}" for n in names)
+        print(f"  {k:>6} {k // 2:>5} {cells} {display.loss(booked_rho[i]):>12} "
+              f"{display.loss(zcdp_to_eps_tight(booked_rho[i], args.delta)):>9}")
     print(f"booked by a run: {booked_name}")
     for n, reason in curve["reasons"].items():
         print(f"  {n} does not apply: {reason}")

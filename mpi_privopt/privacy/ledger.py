@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 
+from .. import display
 from ..errors import PrivacyBudgetExceeded
 from .accountants import (Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant,
                           most_exposed)
@@ -174,8 +175,9 @@ class Ledger:
             spent = self.total.epsilon(self.delta)["best"]
             raise PrivacyBudgetExceeded(
                 f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
-                f"loss from epsilon {spent:.4g} to {eps:.4g} at delta {self.delta:g}, over "
-                f"its budget privacy.epsilon = {self.budget:g}; nothing was sent",
+                f"loss from epsilon {display.loss(spent)} to {display.loss(eps)} at delta "
+                f"{self.delta:g}, over its budget privacy.epsilon = {display.exact(self.budget)}; "
+                "nothing was sent",
                 "raise privacy.epsilon, add noise, or run fewer iterations "
                 "(what was measured so far is in the run directory)")
 

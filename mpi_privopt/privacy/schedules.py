@@ -20,6 +20,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from .. import display
+
 __all__ = ["NoiseSchedule", "GeometricZCDPSchedule", "BasicCompositionSchedule",
            "DecayingLaplaceSchedule", "ConstantSchedule"]
 
@@ -75,7 +77,8 @@ class GeometricZCDPSchedule(NoiseSchedule):
         return sensitivity / math.sqrt(2.0 * phi_n)
 
     def describe(self) -> str:
-        return (f"{self.phi1:.6g} (tau {self.tau}, {self.conversion} conversion, "
+        # phi^(1) is a privacy loss: shown rounded up
+        return (f"{display.loss(self.phi1)} (tau {self.tau}, {self.conversion} conversion, "
                 f"T = {self.horizon})")
 
 
@@ -106,8 +109,9 @@ class BasicCompositionSchedule(NoiseSchedule):
 
     def describe(self) -> str:
         return (f"{self.mechanism} Gaussian, basic composition over T = {self.horizon}: "
-                f"eps_n {self.eps_n[0]:.4g} -> {self.eps_n[-1]:.4g}, delta_n "
-                f"{self.delta_n[0]:.3g}, sigma/Delta {self.multipliers[0]:.4g} -> "
+                f"eps_n {display.loss(self.eps_n[0])} -> {display.loss(self.eps_n[-1])}, "
+                f"delta_n {display.loss(self.delta_n[0])}, "
+                f"sigma/Delta {self.multipliers[0]:.4g} -> "
                 f"{self.multipliers[-1]:.4g}")
 
 

@@ -60,8 +60,9 @@ def check_finite(arr: np.ndarray, what: str, path: str) -> None:
 
 def _require_file(path: str, role: str) -> None:
     if not os.path.isfile(path):
+        what = "is a directory, not a file" if os.path.isdir(path) else "does not exist"
         raise DataError(
-            f"data file {path!r} ({role}) does not exist",
+            f"data file {path!r} ({role}) {what}",
             "check [problem] data (paths are relative to the working directory of the job, "
             "and every rank must be able to read it), or set data = \"\" for synthetic data",
         )

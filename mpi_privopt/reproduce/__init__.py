@@ -6,31 +6,46 @@ mpiexec, and writes figures (PNG) with the CSV behind each one.
 """
 from __future__ import annotations
 
+import argparse
+import ast
 import csv
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
-from ..progress import Progress, progress_wanted
+from ..progress import progress_line
+from ..watching import TERMINAL_VARIABLE
 
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
 log = functools.partial(print, flush=True)
 
 #: the progress line on stderr over a reproduction's runs (:mod:`mpi_privopt.progress`):
-#: "auto" (on a terminal), "on" (``--progress``) or "off" (``--quiet``); set by :func:`run`
+#: "auto" (where a person watches), "on" (``--progress``) or "off" (``--quiet``); set by
+#: :func:`run`
 PROGRESS = {"mode": "auto"}
 #: the options :func:`run` takes for itself before the reproduction's own parser
 PROGRESS_FLAGS = {"--progress": "on", "--quiet": "off"}
+#: seconds between two looks at a running batch's finished runs
+POLL_SECONDS = 1.0
+#: the ``reproduce`` extra (module: package): the figures, and the data sets that ship
+#: in scikit-learn
+NEEDS = {"matplotlib": "matplotlib", "sklearn": "scikit-learn"}
+#: how to get :data:`NEEDS` (one line, as ``report --png`` says it for the plot extra)
+EXTRA_FIX = ("pip install 'mpi_privopt[reproduce]' (from a clone: ./launch/reproduce.sh "
+             "{name} [options])")
 
 
 class BatchFailed(ConfigError):
@@ -50,13 +65,15 @@ def find_mpiexec(given: str | None, name: str) -> str:
     return mpiexec
 
 
-def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_file) -> float:
+def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_file,
+              on_wait: Callable[[], None] | None = None) -> float:
     """Run ``items`` (one dict of run settings each) in one MPI job of ``module --worker``.
 
     Starting K Python processes costs more than a short run, so a reproduction hands a
-    batch of runs to one job whose ranks loop over them. Returns the job's seconds; raises
-    :class:`BatchFailed` (a ConfigError: one message, no traceback) with the end of its
-    stderr if it fails.
+    batch of runs to one job whose ranks loop over them. ``on_wait`` is called every
+    :data:`POLL_SECONDS` while the job runs (the progress line counts the runs done).
+    Returns the job's seconds; raises :class:`BatchFailed` (a ConfigError: one message, no
+    traceback) with the end of its stderr if it fails.
     """
     batch_file = Path(batch_file)
     batch_file.parent.mkdir(parents=True, exist_ok=True)
@@ -65,13 +82,33 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
            "-m", module, "--worker", str(batch_file)]
     tick = time.perf_counter()
     # A clean environment: this process has started MPI (an Open MPI singleton then sets
-    # job variables that make a child mpiexec fail); Open MPI gets --oversubscribe.
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_environment())
+    # job variables that make a child mpiexec fail); Open MPI gets --oversubscribe. The
+    # job's output is read only if it fails: its runs show no progress line of their own
+    # (this process shows one over the runs).
+    env = {**child_environment(), TERMINAL_VARIABLE: "0"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
+        try:
+            while True:
+                try:  # a blocking wait that reads the output, woken to report progress
+                    _, stderr = proc.communicate(timeout=POLL_SECONDS if on_wait else None)
+                    break
+                except subprocess.TimeoutExpired:
+                    on_wait()
+        except BaseException:  # Ctrl-C, or the callback failed: the job goes too
+            proc.terminate()  # the launcher ends its ranks on SIGTERM
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
+        end = stderr[-4000:].rstrip()
         raise BatchFailed(f"mpiexec failed (exit {proc.returncode}) on a batch of "
-                          f"{len(items)} runs of {module}; the end of its output:\n"
-                          f"{proc.stderr[-4000:].rstrip()}",
+                          f"{len(items)} runs of {module}; "
+                          + (f"the end of its output:\n{end}" if end else
+                             "it printed nothing on stderr"),
                           "the output above names the failing run; runs already finished "
                           "are kept and reused when the command is repeated")
     return time.perf_counter() - tick
@@ -100,11 +137,22 @@ def launch(runs: list, out: Path, mpiexec: str, *, ranks: int, module: str, batc
             shutil.rmtree(run_dir(out, r))
     batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
     done, launched = len(runs) - len(todo), 0
-    line = Progress(len(todo), "run") if todo and progress_wanted(PROGRESS["mode"]) else None
+    # runs take different times, and a batch's first pays the job's start: settle 1 run;
+    # whole lines, also on a terminal (the batches' lines on stdout go between them)
+    line = (progress_line(PROGRESS["mode"], len(todo), "run", settle=1, in_place=False)
+            if todo else None)
+    if line is not None:
+        line.update(0)
     for b, batch in enumerate(batches, 1):
+        def runs_done(batch=batch, launched=launched) -> None:
+            # a run is done once its result file is written (the worker runs them in turn)
+            line.update(launched + sum((run_dir(out, r) / r.result_file).is_file()
+                                       for r in batch))
+
         seconds = run_batch(mpiexec, ranks, module,
                             [{**asdict(r), "out": str(run_dir(out, r))} for r in batch],
-                            out / "runs" / f"batch-{os.getpid()}-{b}.json")
+                            out / "runs" / f"batch-{os.getpid()}-{b}.json",
+                            on_wait=runs_done if line is not None else None)
         done, launched = done + len(batch), launched + len(batch)
         if line is not None:
             line.clear()  # the terminal's progress line, before the batch's line on stdout
@@ -213,11 +261,67 @@ def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
+def title(name: str) -> str:
+    """The first paragraph of reproduction ``name``'s module docstring, read from its file
+    without importing it (``reproduce --help`` works without the reproduce extra)."""
+    path = Path(__file__).with_name(f"{name}.py")
+    doc = ast.get_docstring(ast.parse(path.read_text())) or name
+    first = " ".join(doc.split("\n\n")[0].split())
+    return first.removeprefix("Reproduction of ").rstrip(".")
+
+
+class _Help(argparse.Action):
+    """``reproduce --help``: the options, then every reproduction (from :func:`available`,
+    so the list cannot drift from what is shipped)."""
+
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show this help, with every reproduction, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        names = available()
+        width = max(map(len, names), default=0)
+        indent = " " * (width + 4)
+        parser.epilog = "\n".join(
+            ["reproductions (reproduce NAME --help for the options of each):"]
+            + [textwrap.fill(f"  {n:<{width}}  {title(n)}", 88, subsequent_indent=indent)
+               for n in names]
+            + ["", textwrap.fill("They need matplotlib and scikit-learn: "
+                                 f"{EXTRA_FIX.format(name='NAME')}.", 88)])
+        parser.print_help()
+        parser.exit()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``reproduce`` command's own arguments (cli.py); the rest go to the reproduction."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("-h", "--help", action=_Help)
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress line over the runs on stderr even when it "
+                             "is not a terminal (also accepted among the options)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line (also accepted among the options)")
+    parser.add_argument("name", help="the reproduction (listed below)")
+    parser.add_argument("options", nargs=argparse.REMAINDER,
+                        help="options of that reproduction (see reproduce NAME --help)")
+
+
+def check_extras(name: str) -> None:
+    """Refuse, before any job runs, a reproduction whose figures could not be drawn."""
+    missing = [package for module, package in NEEDS.items()
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ConfigError(f"reproduce {name} needs {' and '.join(missing)} (the reproduce "
+                          "extra), which is not installed", EXTRA_FIX.format(name=name))
+
+
 def run(name: str, argv: list[str]) -> int:
     """Run the reproduction ``name`` with its command-line options ``argv``."""
     if name not in available():
         raise ConfigError(f"no reproduction named {name!r}",
                           f"available: {', '.join(available()) or 'none yet'}")
+    if not {"-h", "--help"} & set(argv):
+        check_extras(name)
     module = importlib.import_module(f"{__name__}.{name}")
     # --quiet / --progress: the progress line over the runs (every reproduction alike)
     modes = [PROGRESS_FLAGS[a] for a in argv if a in PROGRESS_FLAGS]

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import display
 from ..errors import ConfigError
 from ..privacy.conversions import zcdp_to_eps_tight
 from ..results import write_json
@@ -129,8 +130,8 @@ def _observer_matrices(runs: list[distributed.Run], out: Path) -> dict:
         result[schedule] = observer_figures.matrix_summary(obs, local)
         log(f"  observers, {schedule}: {result[schedule]['amplified_entries']} of "
             f"{result[schedule]['entries']} entries amplified, smallest "
-            f"{result[schedule]['smallest_ratio']:.3f} x local, worst epsilon "
-            f"{result[schedule]['worst_epsilon']:.4g}")
+            f"{display.number(result[schedule]['smallest_ratio'])} x local, worst epsilon "
+            f"{display.loss(result[schedule]['worst_epsilon'])}")
     return result
 
 
@@ -152,8 +153,9 @@ def _utility(runs: list[distributed.Run], out: Path) -> list[dict]:
     observer_figures.utility_figure(rows, out / "utility_epsilon.png",
                                     observer_figures.utility_title(runs[0].ranks))
     for r in rows:
-        log(f"  local epsilon {r['local_epsilon']:.3g} (sigma {r['sigma']:.4g}): mean gap "
-            f"{r['mean_gap']:.4g}, worst observer entry up to {r['worst_entry_epsilon_max']:.4g}")
+        log(f"  local epsilon {display.loss(r['local_epsilon'])} (sigma "
+            f"{display.number(r['sigma'])}): mean gap {display.number(r['mean_gap'])}, worst "
+            f"observer entry up to {display.loss(r['worst_entry_epsilon_max'])}")
     return rows
 
 
@@ -214,9 +216,9 @@ def main(argv: list[str]) -> int:
             "table2_max_offdiagonal_p": max(r["p_value"] for r in table2
                                             if r["sigma_a"] != r["sigma_b"])}
         log(f"  {mode}: convergence iterations "
-            f"{[r['convergence_iterations'] for r in table1]}, Fig. 1(b) plateaus "
-            f"{[round(figures.plateau(s), 3) for s in sigma]}, largest Table 2 p-value "
-            f"{summary['modes'][mode]['table2_max_offdiagonal_p']:.2e}")
+            f"{display.sequence(r['convergence_iterations'] for r in table1)}, Fig. 1(b) "
+            f"plateaus {display.sequence(figures.plateau(s) for s in sigma)}, largest Table 2 "
+            f"p-value {display.number(summary['modes'][mode]['table2_max_offdiagonal_p'])}")
     write_csv(out / "privacy.csv", privacy)
     curve = figures.privacy_curve(out, CLIP, PAPER_SIGMA)
     summary["privacy_curve_at_k"] = [r for r in curve if r["k"] in (0, 2, 20, 100, 200)]
@@ -225,7 +227,7 @@ def main(argv: list[str]) -> int:
         summary["distributed"] = run_distributed(args, out, mpiexec)
     summary["seconds"] = time.perf_counter() - start
     write_json(out / "summary.json", summary)
-    log(f"done in {summary['seconds']:.1f} s: tables, figures and CSVs in {out}")
+    log(f"done in {display.duration(summary['seconds'])}: tables, figures and CSVs in {out}")
     return 0
 
 

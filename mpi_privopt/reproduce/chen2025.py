@@ -1,8 +1,8 @@
 """Chen & Wang (2025), Section VI: LDP distributed stochastic aggregative optimisation on
-personalised learning (issue 12, part 6).
+personalised learning.
 
-``python -m mpi_privopt reproduce chen2025 [--runs 5] [--dataset digits|colour-digits]
-[--iterations 1000] [--eval-every 20] [--out DIR]``
+``python -m mpi_privopt reproduce chen2025 [--quick] [--runs 5] [--dataset
+digits|colour-digits] [--iterations 1000] [--eval-every 20] [--out DIR]``
 
 Every run is a real ``mpiexec -n 5`` job (batches of runs per job, :func:`launch`) of the
 personalised task with softmax regression in numpy on the offline stand-in data set
@@ -22,8 +22,9 @@ personalised task with softmax regression in numpy on the offline stand-in data 
 Runs already finished in ``DIR/runs`` are reused; ``--redraw`` draws the figures of every
 data set folder of ``DIR`` again from their CSVs, without running anything. A run whose
 iterate diverges (the engine's guard, exit status 3) stops its job; it is rerun alone and
-kept as "diverged at iteration n" with its metrics up to then, and the other runs go on in
-batches.
+kept as "diverged at iteration n" with its metrics up to then (one line says so; the
+largest lambda_pen of panel (d) is expected to diverge at this step size), and the other
+runs go on in batches.
 """
 from __future__ import annotations
 
@@ -44,14 +45,19 @@ from ._chen2025.diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpi_privopt reproduce chen2025",
                                 description="Chen & Wang (2025) Section VI on offline stand-ins")
-    p.add_argument("--runs", type=int, default=settings.RUNS,
+    p.add_argument("--quick", action="store_true",
+                   help="a short smoke version: {runs} run of every curve, T = {iterations}, "
+                        "evaluated every {eval_every} (a few tens of seconds)"
+                        .format(**settings.QUICK))
+    p.add_argument("--runs", type=int, default=None,
                    help=f"seeds per curve (default {settings.RUNS})")
     p.add_argument("--dataset", choices=sorted(settings.LAMBDA_PEN), default="digits",
                    help="digits (MNIST stand-in) or colour-digits (CIFAR-10 stand-in)")
-    p.add_argument("--iterations", type=int, default=settings.ITERATIONS,
+    p.add_argument("--iterations", type=int, default=None,
                    help=f"T (default {settings.ITERATIONS})")
-    p.add_argument("--eval-every", type=int, default=20,
-                   help="evaluate the losses every this many iterations (default 20)")
+    p.add_argument("--eval-every", type=int, default=None,
+                   help=f"evaluate the losses every this many iterations "
+                        f"(default {settings.EVAL_EVERY})")
     p.add_argument("--out", default="reproductions/chen2025", help="output directory")
     p.add_argument("--redraw", action="store_true",
                    help="draw the figures again from the CSVs in --out/<dataset> (no runs)")
@@ -91,10 +97,23 @@ def _check(args) -> None:
                               f"give a positive --{name.replace('_', '-')}")
 
 
-def _launch(runs: list[settings.Run], out: Path, mpiexec: str) -> None:
+def label(r: settings.Run, dataset: str) -> tuple[str, bool]:
+    """How a run is named in a line (its curve, as its panel names it) and whether its
+    divergence is expected: the largest lambda_pen of panel (d) diverges at this step size
+    (docs/reproductions/chen2025.md)."""
+    seed = f" (seed {r.seed})" if r.seed else ""
+    if r.panel == "d":
+        expected = float(r.curve) == max(settings.LAMBDA_PENS[dataset])
+        return f"lambda_pen = {r.curve}{seed}", expected
+    if r.panel == "c":
+        return f"delta = {r.curve}{seed}", False
+    return f"{settings.METHODS.get(r.curve, r.curve)}{seed}", False
+
+
+def _launch(runs: list[settings.Run], out: Path, mpiexec: str, dataset: str) -> None:
     """Batches of runs per job. A job stops at its first failing run (the runs before it
-    are done): that run is retried alone (a diverged run is recorded as such, any other
-    failure is raised) and the batches go on after it."""
+    are done): that run is retried alone (a diverged run is recorded as such, in one line,
+    any other failure is raised) and the batches go on after it."""
     progress = ("batch {batch}/{batches}: {runs} runs on {ranks} ranks in {seconds:.1f} s "
                 "({done}/{total} done)")
     while True:
@@ -102,8 +121,8 @@ def _launch(runs: list[settings.Run], out: Path, mpiexec: str) -> None:
             launch(runs, out, mpiexec, ranks=settings.RANKS, module=__name__,
                    batch_size=settings.BATCH_RUNS, progress=progress)
             return
-        except BatchFailed as err:
-            log(f"a job failed ({str(err).splitlines()[0]}); its first unfinished run alone")
+        except BatchFailed:
+            pass  # its first unfinished run, alone, tells a divergence from a failure
         failed = next(r for r in runs if not (run_dir(out, r) / r.result_file).is_file())
         where = run_dir(out, failed)
         shutil.rmtree(where, ignore_errors=True)
@@ -117,7 +136,9 @@ def _launch(runs: list[settings.Run], out: Path, mpiexec: str) -> None:
             n = json.loads(stopped[0].read_text())["stopped_at_iteration"]
             (where / failed.result_file).write_text(json.dumps({"status": "diverged",
                                                                 "iteration": n}))
-            log(f"  {failed.key}: diverged at iteration {n}")
+            name, expected = label(failed, dataset)
+            log(f"{name}: diverged at iteration {n}"
+                + (", as expected at this step size" if expected else ""))
 
 
 def _status(out: Path, r: settings.Run) -> dict:
@@ -174,7 +195,7 @@ def reproduce(args, out: Path, mpiexec: str) -> dict:
     runs = settings.plan(args.dataset, args.runs, args.iterations, args.eval_every)
     log(f"reproduce chen2025 ({args.dataset}): {len(runs)} runs of {args.iterations} "
         f"iterations on {settings.RANKS} ranks")
-    _launch(runs, out, mpiexec)
+    _launch(runs, out, mpiexec, args.dataset)
     where = out / args.dataset
     where.mkdir(parents=True, exist_ok=True)
     subtitle = figures.subtitle(args.dataset, args.runs, args.iterations)
@@ -216,6 +237,12 @@ def main(argv: list[str]) -> int:
         return worker(args.worker)
     if args.redraw:
         return redraw(Path(args.out), figures.redraw, "chen2025")
+    defaults = (settings.QUICK if args.quick else
+                {"runs": settings.RUNS, "iterations": settings.ITERATIONS,
+                 "eval_every": settings.EVAL_EVERY})
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     _check(args)
     mpiexec = find_mpiexec(args.mpiexec, "chen2025")
     reproduce(args, Path(args.out), mpiexec)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import display
 from ..results import write_json
 from . import find_mpiexec, launch, log, redraw, worker, write_csv
 from ._gade2017 import figures
@@ -97,7 +98,8 @@ def main(argv: list[str]) -> int:
     run_jobs = functools.partial(launch, out=out, mpiexec=mpiexec, ranks=AGENTS,
                                  module="mpi_privopt.reproduce.gade2017", batch_size=BATCH_JOBS,
                                  progress=PROGRESS)
-    log(f"reproduce gade2017 into {out} ({'quick' if args.quick else 'full'}: {plan})")
+    log(f"reproduce gade2017 into {out} ({'quick' if args.quick else 'full'}: "
+        f"{display.mapping(plan)})")
 
     log("Figure 1: polynomial objectives on C5")
     fig1 = figure1_jobs(plan["iterations"], plan["seeds"])
@@ -136,7 +138,8 @@ def main(argv: list[str]) -> int:
         "seconds_this_invocation": time.perf_counter() - start,
     }
     write_json(out / "summary.json", summary)
-    log(f"done in {summary['seconds_this_invocation']:.0f} s: figures, CSVs and summary.json "
+    log(f"done in {display.duration(summary['seconds_this_invocation'])}: figures, CSVs and "
+        f"summary.json "
         f"in {out}")
     return 0
 

@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import display
 from . import find_mpiexec, launch, log, redraw, worker, write_csv
 from ._gauthier2024.figures import (LEARNING, TRADEOFF, check_exact_runs, conversion_rows,
                                     learning_figure, performance_rows, redraw as redraw_figures,
@@ -109,7 +110,7 @@ def main(argv: list[str]) -> int:
                                   module="mpi_privopt.reproduce.gauthier2024",
                                   batch_size=BATCH_RUNS, progress=PROGRESS)
     log(f"gauthier2024: K = {args.ranks} ranks, T = {args.iterations}, {args.runs} run(s) per "
-        f"point, epsilon in {list(args.epsilons)}, output {out}")
+        f"point, epsilon in {display.sequence(args.epsilons, display.exact)}, output {out}")
     log("step 1: matching zcdp-grad-nfl's initial speed to zcdp-nfl (noise-free)")
     tuning = tuning_specs(args)
     run_specs(tuning)
@@ -137,7 +138,7 @@ def main(argv: list[str]) -> int:
     write_csv(out / "runs.csv", performance_rows(runs))
     seconds = time.perf_counter() - start
     summarise(out, tables, steps, args, seconds)
-    log(f"done in {seconds:.0f} s: figures and CSVs in {out}")
+    log(f"done in {display.duration(seconds)}: figures and CSVs in {out}")
     return 0
 
 

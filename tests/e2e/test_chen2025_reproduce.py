@@ -1,7 +1,7 @@
-"""``reproduce chen2025`` at tiny size (1 run, 20 iterations): 16 real mpiexec runs of 5
+"""``reproduce chen2025 --quick`` (1 run, 30 iterations): 16 real mpiexec runs of 5
 ranks, every panel's PNG and CSV, the budget curves equal to the runs' ledgers, the
 diagnostics present, the lambda_pen = 10 run recorded as diverged (lam_x0 = 0.2 is too large
-for that penalty). About 30 s on two cores: marked slow.
+for that penalty) and said so in one plain line. About 30 s on two cores: marked slow.
 """
 import csv
 import json
@@ -23,13 +23,18 @@ def rows(path):
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
+def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("chen2025")
     proc = subprocess.run([sys.executable, "-m", "mpi_privopt", "reproduce", "chen2025",
-                           "--runs", "1", "--iterations", "20", "--eval-every", "10",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+                           "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out / "digits"
+    return out / "digits", proc
+
+
+@pytest.fixture(scope="module")
+def out(run):
+    return run[0]
 
 
 def test_every_panel_has_its_png_and_csv(out):
@@ -42,9 +47,9 @@ def test_panel_a_has_every_method_at_every_evaluation(out):
     a = rows(out / "panel_a.csv")
     methods = {r["curve"] for r in a}
     assert methods == {"alg1", "alg1-noise-off", "gt36", "pat6", "pdop26", "tvs51"}
-    assert {r["iteration"] for r in a} == {"0", "10", "20"}
+    assert {r["iteration"] for r in a} == {str(n) for n in range(0, 31, 5)}
     alg1 = {r["iteration"]: float(r["objective_mean"]) for r in a if r["curve"] == "alg1"}
-    assert alg1["20"] < alg1["0"]   # Algorithm 1 decreases the penalised objective
+    assert alg1["30"] < alg1["0"]   # Algorithm 1 decreases the penalised objective
 
 
 def test_budget_totals_equal_the_ledgers(out):
@@ -57,7 +62,17 @@ def test_budget_totals_equal_the_ledgers(out):
 
 def test_diagnostics_and_divergence_are_recorded(out):
     diag = rows(out / "diagnostics.csv")
-    assert {r["iteration"] for r in diag} == {"1", "10", "20"}
+    assert {r["iteration"] for r in diag} == {"1", *(str(n) for n in range(5, 31, 5))}
     assert all(float(r["consensus_error_mean"]) >= 0 for r in diag)
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary["diverged"]) == ["digits/T20-e10/d/lambda10/seed0"]
+    assert list(summary["diverged"]) == ["digits/T30-e5/d/lambda10/seed0"]
+
+
+def test_the_expected_divergence_is_one_plain_line(run):
+    _, proc = run
+    n = json.loads((run[0] / "summary.json").read_text())["diverged"][
+        "digits/T30-e5/d/lambda10/seed0"]
+    lines = [line for line in proc.stdout.splitlines() if "diverged" in line]
+    assert lines == [f"lambda_pen = 10: diverged at iteration {n}, as expected at this "
+                     "step size"], proc.stdout
+    assert "failed" not in proc.stdout + proc.stderr

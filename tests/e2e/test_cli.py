@@ -275,6 +275,10 @@ def test_privacy_commands(capsys):
     result = json.loads(proc.stdout)
     assert result["exact"] == pytest.approx(91.8172896247, rel=1e-9)
     assert result["exact"] <= result["tight"] <= result["standard"]
+    # the table is for a person (4 digits, losses rounded up); --json keeps every digit
+    text = single("privacy", "epsilon", "--sigma", "1", "--rounds", "100", "--delta", "1e-5")
+    assert "total zCDP rho = 50\n" in text.stdout and "  exact     91.82 " in text.stdout
+    assert "91.817" not in text.stdout
     proc = single("privacy", "calibrate", "--epsilon", "1", "--delta", "1e-5", "--rounds", "200",
                   "--schedule", "geometric", "--tau", "0.99", "--conversion", "standard",
                   "--json")
@@ -292,8 +296,13 @@ def test_privacy_commands(capsys):
 def test_bench_runs_all_three_parts(tmp_path):
     out = tmp_path / "bench.json"
     proc = mpirun(3, "bench", "--sizes", "8,1000", "--repeats", "20", "--iterations", "50",
-                  "--json", str(out))
+                  "--json", str(out), "--progress")
     assert proc.returncode == 0, proc.stderr
+    # rank 0's progress line, asked for: whole lines on stderr, from the start to the end
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("bench ")]
+    assert lines[0].startswith("bench   0%  1/3 exchange") and "\r" not in proc.stderr
+    assert lines[-1].startswith("bench 100%  done  elapsed") and lines.count(lines[-1]) == 1
+    assert "elapsed" not in proc.stdout
     result = json.loads(out.read_text())
     assert [r["doubles"] for r in result["exchange"]] == [8, 1000]
     # an MPI-3 library (Open MPI 4.1) has no persistent variants to compare with: null
@@ -326,7 +335,7 @@ def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
     proc = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                       "--observers", "1,2")
     assert proc.returncode == 0, proc.stderr
-    assert "observers [2] received no message carrying agent 0's data" in proc.stdout
+    assert "observer 2 received no message carrying agent 0's data" in proc.stdout
     alone = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                        "--observers", "1")
     assert "received no message" not in alone.stdout

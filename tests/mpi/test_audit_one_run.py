@@ -28,6 +28,8 @@ def test_a_thousand_canaries_in_one_run_bound_epsilon_below_the_ledger(comm, sha
     assert report["worst_nonlinearity"] < 1e-9  # the release is affine in the canary term
     assert report["canary_mu"] == pytest.approx(report["ledger_mu"], rel=1e-9)
     assert report["passed"] and report["epsilon_lower"] <= report["ledger_epsilon"]
+    # a PASS that could have failed: every guess right would refute more than the ledger
+    assert report["verdict"] == "PASS" and report["best_possible"] > report["ledger_epsilon"]
     # worth showing: more than the papers' 8-dimensional models could ever certify
     assert report["epsilon_lower"] > best_possible_bound(8, 8, 1e-5)
 

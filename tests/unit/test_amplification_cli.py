@@ -36,7 +36,7 @@ def test_midpoint_eta_by_default_and_the_table(capsys):
     code, out, _ = run(capsys, "--beta", "0.9", "--nu", "0.5", "--mu", "0.5", "--mu-g", "0.2",
                        "--sigma", "0.01", "--radius", "8", "--bound", "strongly-convex")
     assert code == 0
-    assert "eta = 1.75309" in out and "booked by a run: strongly-convex-conservative" in out
+    assert "eta = 1.753," in out and "booked by a run: strongly-convex-conservative" in out
     assert "smallest k below local" in out
 
 

@@ -96,6 +96,22 @@ def test_unknown_section_and_missing_file(tmp_path):
         load_config("no-such-experiment")
 
 
+def test_a_directory_given_as_config_is_named_as_one(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory, not a file"):
+        load_config(str(tmp_path))
+
+
+@pytest.mark.parametrize("override,message,fix", [
+    ("run.iterations='abc'", "run.iterations = 'abc' has the wrong type", "give an integer"),
+    ("run.seed=-1", "run.seed = -1 must be an integer >= 0", "set run.seed"),
+])
+def test_a_bad_run_value_is_named_in_words(override, message, fix):
+    with pytest.raises(ConfigError) as err:
+        load_config("default", [override])
+    assert message in str(err.value)
+    assert fix in err.value.fix
+
+
 def test_override_needs_section_dot_key():
     with pytest.raises(ConfigError, match="section.key=value"):
         apply_overrides({}, ["iterations=3"])

@@ -5,7 +5,8 @@ import sys
 import pytest
 
 from launch_util import run_child
-from mpi_privopt.commands.doctor import MPIFacts, launcher_family, mismatch, vendor_family
+from mpi_privopt.commands.doctor import (MPIFacts, launcher_family, launcher_name, mismatch,
+                                         vendor_family)
 
 HYDRA = "HYDRA build details:\n    Version:                                 4.0\n"
 OPEN_MPI = "mpiexec (OpenRTE) 4.1.2\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
@@ -22,6 +23,19 @@ def test_launchers_are_told_apart():
     assert launcher_family("something else 1.0") is None
     assert vendor_family("MPICH") == "MPICH" and vendor_family("MVAPICH2") == "MPICH"
     assert vendor_family("Open MPI") == "Open MPI"
+
+
+def test_the_launcher_is_named_for_a_person():
+    # hydra pads its version field with spaces; the line is not shown as it comes
+    hydra = facts("MPICH", HYDRA, launcher="/x/mpiexec")
+    hydra.launcher_text = "Version:                                 4.0"
+    assert launcher_name(hydra) == "MPICH 4.0"
+    open_mpi = facts("Open MPI", OPEN_MPI)
+    open_mpi.launcher_text = "mpiexec (OpenRTE) 4.1.2"
+    assert launcher_name(open_mpi) == "Open MPI 4.1.2"
+    odd = facts("MPICH", "some   launcher\n")
+    odd.launcher_text = "some   launcher"
+    assert launcher_name(odd) == "unknown MPI: some launcher"
 
 
 def test_a_mismatch_is_named_with_its_fix():

@@ -12,4 +12,4 @@ def test_a_killed_run_is_reported_as_incomplete(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "incomplete run" in text and "did not finish" in text
     assert "no traffic.json, privacy.json, summary.json" in text
-    assert "metrics up to iteration 7" in text and "iter 7: 2.50e-01" in text
+    assert "metrics up to iteration 7" in text and "iter 7: 0.25" in text

@@ -1,5 +1,6 @@
 """What the launch scripts put on a launch line for each MPI (commands/launch_line.py)."""
 import sys
+from pathlib import Path
 
 from launch_util import run_child
 from mpi_privopt.commands.launch_line import (child_environment, library_family, mpiexec_flags,
@@ -54,3 +55,24 @@ def test_a_child_job_gets_the_users_environment_without_the_launchers():
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "tcp,self",
             "SLURM_JOB_ID": "7", "MPIR_CVAR_ASYNC_PROGRESS": "1"}
     assert child_environment({**inside, **user}) == user
+
+
+def test_local_sh_forwards_the_terminal_word_to_open_mpi_ranks(tmp_path):
+    # launch/_mpi.sh's set_mpiexec_flags, as launch/local.sh calls it: -x for a variable
+    # that is set, nothing for one that is not
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'mpirun (Open MPI) 4.1.4'\n")
+    fake.chmod(0o755)
+    script = ('source launch/_mpi.sh; set_mpiexec_flags "$1" oversubscribe '
+              '--export MPI_PRIVOPT_TERMINAL; printf "%s\\n" "${MPIEXEC_FLAGS[@]}"')
+    for value, exported in (("1", True), (None, False)):
+        env = {"MPI_PRIVOPT_SIGKILL_TIMEOUT": "30", "PYTHON": sys.executable}
+        if value is not None:
+            env["MPI_PRIVOPT_TERMINAL"] = value
+        proc = run_child(["bash", "-c", f'python() {{ "$PYTHON" "$@"; }}; {script}', "x",
+                          str(fake)], timeout=120, env=env,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+        assert proc.returncode == 0, proc.stderr
+        flags = proc.stdout.split()
+        assert "--oversubscribe" in flags
+        assert (flags[-2:] == ["-x", "MPI_PRIVOPT_TERMINAL"]) is exported, flags

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from mpi_privopt import display
 from mpi_privopt.errors import PrivacyBudgetExceeded
 from mpi_privopt.privacy.accountants import (GaussianEvent, LaplaceEvent, PureDPAccountant,
                                              PureDPEvent, ZCDPAccountant)
@@ -104,6 +105,10 @@ def test_budget_guard_refuses_the_release_that_would_exceed():
     with pytest.raises(PrivacyBudgetExceeded, match="over its budget") as info:
         ledger.admit([(gaussian(1.0, sigma), [1, 2])], "w")
     assert "nothing was sent" in str(info.value)
+    # the spent loss is shown rounded up (never below what was spent), the budget as given
+    spent = ledger.total.epsilon(delta)["best"]
+    assert f"from epsilon {display.loss(spent)} to " in str(info.value)
+    assert float(display.loss(spent)) >= spent and "privacy.epsilon = 1;" in str(info.value)
     assert ledger.total.releases == 3
     with pytest.raises(PrivacyBudgetExceeded):
         ledger.admit([(Release.nonprivate(np.zeros(1)), [1])], "x")

@@ -342,6 +342,8 @@ def test_single_file_without_agent_column(tmp_path):
 def test_missing_files(tmp_path):
     with pytest.raises(DataError, match="nope.npz.*does not exist"):
         load_agent_data(ProblemConfig(data=str(tmp_path / "nope.npz")), 0, 2, 0)
+    with pytest.raises(DataError, match="is a directory, not a file"):
+        load_agent_data(ProblemConfig(data=str(tmp_path)), 0, 2, 0)
     np.savez(tmp_path / "a_0.npz", X=np.ones((2, 2)), y=np.ones(2))
     with pytest.raises(DataError, match=r"a_1\.npz.*agent 1"):
         load_agent_data(ProblemConfig(data=str(tmp_path / "a_{agent}.npz")), 1, 2, 0)

@@ -27,3 +27,35 @@ def test_a_failed_batch_is_one_message_with_the_launcher_output(tmp_path):
                   tmp_path / "batch.json")
     assert "rank 2: out of memory" in str(err.value) and "kept and reused" in err.value.fix
     assert isinstance(err.value, ConfigError)  # the command line prints it as one message
+
+
+def test_a_missing_extra_stops_the_reproduction_before_any_job(monkeypatch, capsys):
+    """Without matplotlib, reproduce says so first (it used to run every job, then fail
+    drawing the first figure with a traceback)."""
+    import importlib.util
+
+    from mpi_privopt import cli, reproduce
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(reproduce, "run_batch", lambda *a, **k: pytest.fail("a job ran"))
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["reproduce", "gade2017", "--quick", "--out", "/nonexistent/x"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    assert "reproduce gade2017 needs matplotlib (the reproduce extra)" in err
+    assert "pip install 'mpi_privopt[reproduce]'" in err and "./launch/reproduce.sh" in err
+
+
+def test_reproduce_help_lists_every_reproduction_and_the_progress_flags(capsys):
+    from mpi_privopt import cli
+    from mpi_privopt.reproduce import available
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and "chen2025" in available()
+    assert all(f"\n  {name} " in out for name in available())
+    assert "--progress" in out and "--quiet" in out
+

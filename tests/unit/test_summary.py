@@ -66,3 +66,22 @@ def test_the_printed_table_says_which_mpi_and_which_collective_path_ran():
     assert "MPI-4 Neighbor_allgather_init" in format_summary(_summary(collective_path="persistent"))
     # a summary written before these keys existed prints without them
     assert "neighbour exchange" not in format_summary(_summary())
+
+
+def test_the_printed_table_is_for_a_person_and_the_json_keeps_every_digit(tmp_path):
+    s = _summary(worst_link_epsilon=8.5552, final_error=0.18523, wall_seconds=0.5457,
+                 bytes_total=307200, bytes_busiest_link=12800,
+                 algorithm_report={"local_rho": 393.38374699468795, "Delta": 8.0,
+                                   "epsilon_eq21_T": [1429.3071355670852, 1430.01, 1428.0],
+                                   "schedule": "sample", "records": 1000})
+    table = format_summary(s)
+    assert "worst link epsilon = 8.556" in table          # a loss is rounded up
+    assert "0.1852   (sum_k" in table
+    assert "545.7 ms" in table and "300 KiB in total, 12.5 KiB" in table
+    assert "local rho" in table and "393.4" in table and "393.38" not in table
+    assert "1430, 1431, 1428" in table and "[" not in table.split("run directory")[0]
+    assert "Delta" in table and " 8\n" in table
+    (tmp_path / "summary.json").write_text(json.dumps(s.to_dict()))
+    back = json.loads((tmp_path / "summary.json").read_text())
+    assert back["algorithm_report"]["local_rho"] == 393.38374699468795
+    assert back["worst_link_epsilon"] == 8.5552

@@ -34,7 +34,10 @@ DELTAS = (0.005, 0.01, 0.03, 0.05, 0.08)
 #: lambda_pen sweep per data set (notes 7 item 14)
 LAMBDA_PENS = {"digits": (0.0, 0.1, 0.5, 2.0, 10.0), "colour-digits": (0.0, 0.02, 0.1, 0.5, 2.0)}
 #: the defaults of the command (issue 12 part 6)
-RUNS, ITERATIONS = 5, 1000
+RUNS, ITERATIONS, EVAL_EVERY = 5, 1000, 20
+#: ``--quick``: one seed of every curve over a short horizon (a few tens of seconds); long
+#: enough for the largest lambda_pen to diverge (at t = 9-11 on digits)
+QUICK = {"runs": 1, "iterations": 30, "eval_every": 5}
 RANKS = 5
 #: runs per mpiexec job (a failed job is retried one run per job, see chen2025.py)
 BATCH_RUNS = 20
