@@ -6,6 +6,8 @@ Each figure is drawn from the rows of its CSV (``draw_*``), so that ``reproduce 
 from __future__ import annotations
 
 import json
+import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -149,12 +151,16 @@ def _span(iterations: list[int]) -> str:
     return f"t = {lo}" if lo == hi else f"t = {lo}-{hi}"
 
 
-def _clip_transient(ax, rows: list[dict], column: str, labels: dict[str, str]) -> None:
-    """Limit the y axis to the curves after their first :data:`SETTLED` of T (and at t = 0);
-    name any curve that leaves it, with its peak, above the panel."""
+def _clip_transient(ax, rows: list[dict], column: str, labels: dict[str, str],
+                    stopped: Iterable[str] = ()) -> None:
+    """Limit the y axis to the curves after their first :data:`SETTLED` of T (and at t = 0),
+    leaving out the ``stopped`` (diverged) curves but at t = 0; name any curve that leaves
+    it, with its peak, above the panel."""
     last = max(r["iteration"] for r in rows)
+    stopped = set(stopped)
     kept = np.array([r[f"{column}_mean"] for r in rows
-                     if r["iteration"] == 0 or r["iteration"] >= SETTLED * last], dtype=float)
+                     if r["iteration"] == 0 or (r["iteration"] >= SETTLED * last
+                                                and _curve(r) not in stopped)], dtype=float)
     kept = kept[np.isfinite(kept) & (kept > 0)]
     if not kept.size:
         return
@@ -168,10 +174,13 @@ def _clip_transient(ax, rows: list[dict], column: str, labels: dict[str, str]) -
         out = mean > top
         if out.any():
             peak = int(np.argmax(mean))
-            notes.append(f"{label}: above the axis at {_span(list(n[out].astype(int)))} "
+            name = label.split(":")[0]  # the legend says why a curve stopped
+            notes.append(f"{name}: above the axis at {_span(list(n[out].astype(int)))} "
                          f"(peak {mean[peak]:.3g} at t = {int(n[peak])})")
     if notes:
-        ax.set_title("\n".join(notes), fontsize=8)
+        # wrapped to the panel's width (about the characters of 8-point text across it)
+        width = max(30, int(ax.get_position().width * ax.figure.get_figwidth() * 72 / 4.6))
+        ax.set_title("\n".join(textwrap.fill(note, width) for note in notes), fontsize=8)
 
 
 def draw_panel_d(rows: list[dict], pens, diverged: dict[str, list[int]] | None = None):
@@ -201,7 +210,7 @@ def draw_panel_d(rows: list[dict], pens, diverged: dict[str, list[int]] | None =
                 line.set_markersize(9)
                 line.set_markevery(None)
                 line.marker_offset = None
-        _clip_transient(ax, rows, column, labels)
+        _clip_transient(ax, rows, column, labels, diverged)
     _finish_panels(fig, axes)
     return fig
 
