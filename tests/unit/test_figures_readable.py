@@ -2,9 +2,10 @@
 checks of :mod:`tests.figure_check`: no empty panel, no legend over the data, no curve
 hidden under another without a sign of it.
 
-The figures are drawn from the CSVs committed under docs/reproductions (the same drawing
-code as a reproduction's last step and as ``reproduce NAME --redraw``), so no reproduction
-is run here.
+The figures are drawn from the CSVs committed under docs/reproductions and from those of
+``reproduce chen2025 --quick`` in tests/figure_data (the same drawing code as a
+reproduction's last step and as ``reproduce NAME --redraw``), so no reproduction is run
+here; the report's figure and gauthier2024's step matching from synthetic data.
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ FOLDERS = {
     "gauthier2024": (gauthier, DOCS / "gauthier2024"),
     "chen2025/digits": (chen, DOCS / "chen2025" / "digits"),
     "chen2025/colour-digits": (chen, DOCS / "chen2025" / "colour-digits"),
+    # the CSVs of ``reproduce chen2025 --quick`` (1 run, T = 30): short transients
+    "chen2025 --quick": (chen, Path(__file__).resolve().parents[1] / "figure_data"
+                         / "chen2025-quick"),
 }
 
 
