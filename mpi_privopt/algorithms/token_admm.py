@@ -37,9 +37,9 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
-                                     AmplifiedGaussianEvent, booked_bound, bound_applies)
-from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
+from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants, booked_bound,
+                                     bound_applies)
+from ..privacy.events import AmplifiedGaussianEvent, GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
 from ..problems.registry import PROBLEMS
