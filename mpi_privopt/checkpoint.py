@@ -17,6 +17,11 @@ Beside the state each file carries plain metadata (iteration, rank count, config
 ``run.iterations``, graph hash, the ledger's and the traffic meter's snapshots), readable
 without unpickling any class (:func:`read_meta`): ``report`` shows a killed run from it.
 
+Every run writes its final state at its end (mpi_privopt/run_commit.py), whatever
+``run.checkpoint_every`` says: ``latest.json`` then says ``"final": true``. A resume from it
+with a larger ``run.iterations`` extends the run; with the same one it only writes the
+run's results (no iteration is run, nothing is released).
+
 Atomicity: a rank writes ``.NAME.partial``, fsyncs and renames it; once every rank has
 written (one agreement at each checkpoint, never per iteration), rank 0 points
 ``checkpoint/latest.json`` at the new iteration (again write-and-rename), and only then
@@ -122,9 +127,10 @@ def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
     info = latest(run_dir)
     if info is None:
         raise ConfigError(f"{run_dir} has no checkpoint to resume from "
-                          f"(no {CHECKPOINT_DIR}/{LATEST})",
-                          "a run writes one every run.checkpoint_every iterations and at "
-                          "SIGTERM/SIGINT; start a new run instead")
+                          f"(no {CHECKPOINT_DIR}/{LATEST}: the run was ended before its "
+                          "end without run.checkpoint_every, or by an older version)",
+                          "a run writes one at its end, every run.checkpoint_every "
+                          "iterations and at SIGTERM/SIGINT; start a new run instead")
     if info.get("format") != FORMAT:
         raise ConfigError(f"the checkpoint in {run_dir} has format {info.get('format')}, "
                           f"this version reads format {FORMAT}",
@@ -143,26 +149,54 @@ def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
                           f"{graph_hash(graph)[:12]} now, {info['graph_hash'][:12]} then)",
                           "a resume must build the same graph: restore the edge-list file "
                           "(topology.file) the run used")
-    if cfg.run.iterations <= info["iteration"]:
+    at = info["iteration"]
+    if cfg.run.iterations < at or (cfg.run.iterations == at and not is_final(run_dir, info)):
+        ended = (f"; --set run.iterations={at} writes the results of the run as it ended"
+                 if is_final(run_dir, info) else "")
+        why = ("" if cfg.run.iterations < at else
+               " (written when a signal stopped the run, not at its end)")
         raise ConfigError(f"run.iterations = {cfg.run.iterations}, but the checkpoint is "
-                          f"already at iteration {info['iteration']}",
+                          f"already at iteration {at}{why}",
                           f"give a larger run.iterations, e.g. --set run.iterations="
-                          f"{2 * info['iteration']}")
+                          f"{2 * at}{ended}")
     return info
 
 
+def is_final(run_dir: str | Path, info: dict) -> bool:
+    """Whether the checkpoint ``info`` (``latest.json``) is a run's end: every result
+    can be written from it. A ``latest.json`` older than its ``final`` key is one when it
+    is at the ``run.iterations`` of the run's own ``config.toml`` (a signal's stop is
+    always before it)."""
+    if "final" in info:
+        return bool(info["final"])
+    return run_iterations(run_dir) == info["iteration"]
+
+
+def run_iterations(run_dir: str | Path) -> int | None:
+    """``run.iterations`` of the run's own ``config.toml`` (None if it cannot be read)."""
+    import tomllib
+    try:
+        config = tomllib.loads((Path(run_dir) / "config.toml").read_text())
+        return int(config["run"]["iterations"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def refuse_unsaveable(cfg) -> None:
-    """ConfigError when ``run.checkpoint_every`` asks a method that cannot be saved."""
+    """ConfigError when ``run.checkpoint_every`` asks a method that cannot be saved
+    between two iterations (its final state, at the run's end, is saved all the same)."""
     from .algorithms import ALGORITHMS
     why = ALGORITHMS[cfg.algorithm.name].no_checkpoint
     if why and cfg.run.checkpoint_every:
         raise ConfigError(f"{cfg.algorithm.name!r} cannot be checkpointed: {why}",
                           "set run.checkpoint_every = 0 (a signal then ends the run "
-                          "without a checkpoint)")
+                          "without a checkpoint; the run's end still saves its final "
+                          "state, from which it can be extended)")
 
 
 def can_save(s) -> bool:
-    """Whether this session's method can be checkpointed (and so stop at a signal)."""
+    """Whether this session's method can be checkpointed between two iterations (and so
+    stop at a signal)."""
     from .algorithms import ALGORITHMS
     return not ALGORITHMS[s.cfg.algorithm.name].no_checkpoint
 
@@ -302,11 +336,14 @@ class Resume:
     iteration: int
     algorithm_seconds: float
     eval_seconds: float
+    #: the run's wall time at its end (a final checkpoint's; None for any other)
+    wall_seconds: float | None = None
 
 
 class Checkpointer:
-    """Writes a checkpoint every ``run.checkpoint_every`` iterations, at the last one
-    (so a finished run can be extended) and when the agents agree to stop on a signal."""
+    """Writes a checkpoint every ``run.checkpoint_every`` iterations before the last and
+    when the agents agree to stop on a signal; the run's end writes the final one
+    (mpi_privopt/run_commit.py), so any finished run can be extended."""
 
     def __init__(self, session, every: int) -> None:
         self.every = every
@@ -314,10 +351,15 @@ class Checkpointer:
         self._dir = checkpoint_dir(session.run_dir)
 
     def due(self, n: int, last: int) -> bool:
-        return bool(self.every) and (n % self.every == 0 or n == last)
+        # the last iteration's is the end's, written once the loop is over (run_commit.py)
+        return bool(self.every) and n % self.every == 0 and n < last
 
-    def save(self, s, n: int, algorithm_seconds: float) -> None:
+    def save(self, s, n: int, algorithm_seconds: float, final: bool = False,
+             wall_seconds: float | None = None) -> None:
         """Every rank writes its state at iteration ``n``; rank 0 then moves ``latest``.
+
+        ``final``: the run's end writes it (``latest.json`` says so, and the metadata
+        keeps ``wall_seconds``, the run's time, for a resume that only writes the results).
 
         Raises :class:`CheckpointWriteError` on every rank (one message) when a rank
         could not write: the previous checkpoint stays complete and named by ``latest``.
@@ -329,15 +371,26 @@ class Checkpointer:
         meta = _jsonable({"format": FORMAT, "iteration": n, "rank": rank, "ranks": ranks,
                 "algorithm_seconds": algorithm_seconds, "eval_seconds": s.eval_seconds,
                 "ledger": s.ledger.to_dict(), "bytes_sent": sent_bytes(s.net.meter),
-                "traffic": s.net.meter.rows(ranks)})
+                "traffic": s.net.meter.rows(ranks),
+                **({"wall_seconds": wall_seconds} if final else {})})
         path = state_path(s.run_dir, rank, n)
-        record = pickle.dumps({"meta": meta, "state": dump_state(s)},
-                              protocol=pickle.HIGHEST_PROTOCOL)
-        failure = _try(lambda: (self._dir.mkdir(exist_ok=True),
-                                write_atomic(path, record, "checkpoint-write", rank, n)))
+        failure = None
+        try:
+            record = pickle.dumps({"meta": meta, "state": dump_state(s)},
+                                  protocol=pickle.HIGHEST_PROTOCOL)
+        except ConfigError as err:
+            if not final:
+                raise
+            # the end saves every run's state, even one that cannot be pickled (a method
+            # holding a module or a lock): every rank learns it below, and the results
+            # are written all the same (run_commit.py)
+            failure = err.what
+        if failure is None:
+            failure = _try(lambda: (self._dir.mkdir(exist_ok=True),
+                                    write_atomic(path, record, "checkpoint-write", rank, n)))
         failures = s.eval_comm.allgather(failure)
         if not any(failures) and rank == 0:
-            failure = _try(lambda: self._point_latest(s, n, ranks))
+            failure = _try(lambda: self._point_latest(s, n, ranks, final))
         failures = [f for f in failures if f] or [s.eval_comm.bcast(failure, root=0)]
         if failures[0]:
             path.unlink(missing_ok=True)
@@ -345,11 +398,11 @@ class Checkpointer:
         remove_stale(s.run_dir, rank, keep=path)
         self.saved_at = n
 
-    def _point_latest(self, s, n: int, ranks: int) -> None:
+    def _point_latest(self, s, n: int, ranks: int, final: bool = False) -> None:
         from .topology import graph_hash
         info = {"format": FORMAT, "iteration": n, "ranks": ranks,
                 "config": config_fingerprint(s.cfg), "graph_hash": graph_hash(s.graph),
-                "noise": s.noise.mode, "delta": s.cfg.privacy.delta}
+                "noise": s.noise.mode, "delta": s.cfg.privacy.delta, "final": final}
         write_atomic(self._dir / LATEST, (json.dumps(info, indent=2) + "\n").encode())
 
     def _write_error(self, s, n: int, failure: str) -> CheckpointWriteError:
@@ -392,7 +445,7 @@ def resume_from(s) -> Resume:
     load_state(s, record["state"])
     meta = record["meta"]
     return Resume(iteration=meta["iteration"], algorithm_seconds=meta["algorithm_seconds"],
-                  eval_seconds=meta["eval_seconds"])
+                  eval_seconds=meta["eval_seconds"], wall_seconds=meta.get("wall_seconds"))
 
 
 def refuse_overspend(s, first: int) -> None:
@@ -506,9 +559,16 @@ class StopOnSignal:
         self._sent = self._local.copy()
         self._request = self._comm.Iallreduce(self._sent, self._agreed, op=MPI.MAX)
 
+    def hand_over(self) -> dict:
+        """The handlers from before the loop, for a successor that installs its own in
+        place of this one's (run_commit.SignalHold); this one then puts none back."""
+        previous, self._previous = self._previous, {}
+        return previous
+
     def __exit__(self, *exc) -> None:
         global _stopper
-        _stopper = None
+        if _stopper is self:
+            _stopper = None
         everywhere = exc[0] is None or getattr(exc[1], "collective", False)
         if self._request is not None and everywhere:
             self._request.Wait()  # every rank posted it: completes
@@ -530,7 +590,15 @@ def _parse_fault(text: str) -> tuple[str, str, int, int, str] | None:
 
 
 _FAULT = _parse_fault(os.environ.get(FAULT_ENV, ""))
-_stopper: StopOnSignal | None = None
+#: what a paused fault wakes on: anything with a ``received`` Event (the loop's
+#: StopOnSignal, then the end's SignalHold)
+_stopper: Any = None
+
+
+def wake_faults_on(holder: Any) -> None:
+    """Make a paused test fault wake when ``holder.received`` is set (None: nothing)."""
+    global _stopper
+    _stopper = holder
 
 
 def fault(point: str, rank: int, iteration: int) -> None:
@@ -541,7 +609,10 @@ def fault(point: str, rank: int, iteration: int) -> None:
     ``pause@POINT:R:N:FILE``  rank R creates FILE, then waits (sleeping) until a stop
     signal arrives or ``FILE.go`` exists. POINT: ``iteration`` (after the step),
     ``checkpoint-begin`` (before writing) or ``checkpoint-write`` (file written, not yet
-    renamed).
+    renamed); at the run's end (mpi_privopt/run_commit.py, ITERATION is the end's):
+    ``commit-begin`` (before the final checkpoint), ``commit-results`` (final checkpoint
+    written, no result yet), ``commit-summary`` (rank 0: every result written, not the
+    summary) and ``commit-end`` (every file written, the ranks about to return).
     """
     if _FAULT is None or _FAULT[1:4] != (point, rank, iteration):
         return
@@ -574,11 +645,20 @@ def resume_session(s) -> None:
                               "every rank must see the run directory (a shared "
                               "filesystem) with the files the run wrote") from None
 
+    fresh = s.algorithm  # built by the resume's set-up for its run.iterations
     agree(s.eval_comm, load)
     remove_stale(s.run_dir, s.comm.Get_rank(),
                  keep=state_path(s.run_dir, s.comm.Get_rank(), s.resumed.iteration))
     s.eval_seconds = s.resumed.eval_seconds
-    agree(s.eval_comm, lambda: refuse_overspend(s, s.resumed.iteration + 1))
+    s.checkpoints.saved_at = s.resumed.iteration  # the end's commit does not write it again
+    finishing = s.resumed.iteration == s.cfg.run.iterations
+    extend = getattr(s.algorithm, "extend", None)
+    if not finishing and extend is not None:
+        # a method whose public plan covers only the iterations it was set up for takes
+        # the longer one from the resume's fresh set-up (token-admm's schedule)
+        agree(s.eval_comm, lambda: extend(fresh, s.cfg.run.iterations))
+    if not finishing:
+        agree(s.eval_comm, lambda: refuse_overspend(s, s.resumed.iteration + 1))
     if s.directory is not None:
         # what the earlier part wrote at its end is not this run's end: a resume that
         # is killed must show as failed at its checkpoint, not as the earlier part's stop
@@ -587,7 +667,10 @@ def resume_session(s) -> None:
         s.directory.write_config(s.cfg.to_toml())  # its run.iterations, now accepted
         s.directory.resume_metrics(s.resumed.iteration)
         if s.stream is not None:
-            print(f"resumed from the checkpoint of iteration {s.resumed.iteration}",
+            print(f"the checkpoint of iteration {s.resumed.iteration} is the run's end: "
+                  "its results are written from it (no iteration is run, nothing is "
+                  "released)" if finishing else
+                  f"resumed from the checkpoint of iteration {s.resumed.iteration}",
                   file=s.stream, flush=True)
 
 

@@ -42,8 +42,10 @@ def cmd_run(args) -> int:
     from .engine import run
     cfg = load_agreed_config(config, args.overrides)
     _note_single_agent()
+    # leaving: SIGTERM/SIGINT stay held from the end of the loop until the process
+    # leaves, so a run whose summary says completed exits 0 (mpi_privopt/run_commit.py)
     result = run(cfg, out=out, stream=None if args.quiet else sys.stdout,
-                 progress=progress_choice(args), resume=bool(args.resume))
+                 progress=progress_choice(args), resume=bool(args.resume), leaving=True)
     if args.quiet and result is not None:
         print(result.run_dir)  # quiet, but a run always says where its results are
     from mpi4py import MPI

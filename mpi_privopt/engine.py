@@ -40,34 +40,16 @@ from .network import Network, wait_sleeping
 from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
-from .privacy.report import privacy_report
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph, run_graph  # noqa: F401  (the runners import build_graph)
-from .problems.metrics import LOCAL, NONE, REFERENCE
 from .progress import Progress, progress_line
-from .results import (RunDirectory, choose_run_dir, release_run_dir, write_agent_model,
-                      write_json)
-from .summary import RunSummary, format_summary
+from .results import RunDirectory, choose_run_dir, release_run_dir, write_json
+from .summary import EVALUATION_NOTES
 from .budget_stop import speak_for_stopped_agents, stop_record_path
 from .divergence import Diverged, DivergenceGuard, NoiseWatch
 from . import checkpoint, watchdog
-from .traffic import assemble_matrices
-
-
-@dataclass
-class RunResult:
-    """What rank 0 knows after a run (other ranks get ``None`` from :func:`run`).
-
-    ``models`` (K x P) and ``w_c`` exist in ``reference`` mode only; in the other modes
-    each agent's model is in its own ``models-agent-K.npz``.
-    """
-
-    run_dir: str
-    summary: RunSummary
-    metrics: list[Evaluation] = field(default_factory=list)
-    traffic: dict = field(default_factory=dict)
-    models: np.ndarray | None = None
-    w_c: np.ndarray | None = None
+# the end of a run: one ordered commit (RunResult and finish kept importable from here)
+from .run_commit import RunResult, SignalHold, finish  # noqa: F401
 
 
 def config_hash(cfg: Config) -> str:
@@ -104,19 +86,6 @@ def _print(stream: TextIO | None, text: str) -> None:
         print(text, file=stream, flush=True)
 
 
-#: what the monitor gathered or reduced in each mode (summary.json's evaluation_note)
-EVALUATION_NOTES = {
-    REFERENCE: "simulation: rank 0 gathered every agent's data once for the centralised "
-               "reference (and l1 = auto); each evaluation reduced the average model; "
-               "models.npz holds every final model",
-    LOCAL: "each agent evaluated itself; only per-agent scalars were reduced; each agent "
-           "wrote its own models-agent-K.npz",
-    NONE: "deployment: nothing was evaluated during the run; only setup agreement and "
-          "end-of-run counters left the agents beyond the algorithm's messages; each "
-          "agent wrote its own models-agent-K.npz",
-}
-
-
 @dataclass
 class Session:
     """Everything one rank holds during a run (made by :func:`set_up`)."""
@@ -145,6 +114,10 @@ class Session:
     resumed: Any = None  # a checkpoint.Resume when the session continues a run
     interrupted: int = 0  # the signal every agent agreed to stop on (0: none)
     stopped_at: int | None = None
+    #: whether the run's end saves its final state (mpi_privopt/run_commit.py): not for a
+    #: run with an ``on_setup`` hook (an attack, an audit, a test's spy), which attaches
+    #: what is not the run's own state and which a resume could not attach again
+    final_state: bool = True
 
     @property
     def rank(self) -> int:
@@ -158,7 +131,8 @@ class Session:
 def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         stream: TextIO | None = sys.stdout,
         on_setup: Callable[[Agent, Any], None] | None = None,
-        progress: bool | None = None, resume: bool = False) -> RunResult | None:
+        progress: bool | None = None, resume: bool = False,
+        leaving: bool = False) -> RunResult | None:
     """Run ``cfg`` with one agent per rank of ``comm``.
 
     Parameters
@@ -179,7 +153,13 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         ``run.progress`` says (``auto``: when a person watches, :mod:`mpi_privopt.watching`).
     resume : bool, optional
         Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
-        run's only in ``run.iterations``).
+        run's only in ``run.iterations``); from a final checkpoint at ``run.iterations``,
+        only write the run's results (mpi_privopt/run_commit.py).
+    leaving : bool, optional
+        The caller leaves the process right after (the command line): SIGTERM and SIGINT
+        stay held from the end of the loop until it does, so that a signal after the
+        results are written cannot end a completed run with a signal's status. Otherwise
+        the caller's handlers are put back when the run returns.
 
     Returns
     -------
@@ -188,6 +168,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     """
     comm = comm or MPI.COMM_WORLD
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
+    hold = SignalHold()  # from the end of the loop: signals wait for the commit
     try:
         session = set_up(cfg, out, comm, eval_comm,
                          stream if comm.Get_rank() == 0 else None, on_setup, resume)
@@ -195,13 +176,15 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
             mode = cfg.run.progress if progress is None else ("on" if progress else "off")
             session.progress = progress_line(mode, cfg.run.iterations)
         try:
-            iterate(session)
+            iterate(session, hold)
         finally:
             if session.progress is not None:
                 session.progress.close()
         return finish(session)
     finally:
         eval_comm.Free()
+        if not leaving:
+            hold.release()
 
 
 def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Intracomm,
@@ -291,11 +274,13 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                       noise=noise, algorithm=algorithm, monitor=monitor, directory=directory,
                       divergence=divergence)
     session.checkpoints = checkpoint.Checkpointer(session, cfg.run.checkpoint_every)
+    session.final_state = on_setup is None
     return session
 
 
-def iterate(s: Session) -> None:
-    """Run the algorithm's T iterations, evaluating every ``run.eval_every``."""
+def iterate(s: Session, hold: SignalHold | None = None) -> None:
+    """Run the algorithm's T iterations, evaluating every ``run.eval_every``; ``hold``
+    takes over the signals once the loop is over (mpi_privopt/run_commit.py)."""
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
     if s.resumed is None:
         evaluate(s, 0, 0.0)
@@ -305,6 +290,8 @@ def iterate(s: Session) -> None:
     try:
         with checkpoint.StopOnSignal(s.comm, checkpoint.can_save(s)) as stop:
             _loop(s, watch, stop, first, iterations, eval_every, start)
+            if hold is not None:
+                hold.begin(stop)  # in place of the loop's handlers, without a gap
     finally:
         watch.stop()
 
@@ -385,133 +372,3 @@ def _record(s: Session, row: Evaluation) -> None:
             s.progress.clear()  # the terminal's progress line, before a line on stdout
         shown = "  ".join(f"{k.replace('_', ' ')} {v:.3e}" for k, v in row.values.items())
         _print(s.stream, f"  iter {n:>{len(str(iterations))}}/{iterations}  {shown}")
-
-
-def finish(s: Session) -> RunResult | None:
-    """Final models, end-of-run counters to rank 0, the run directory's last files."""
-    n_agents = s.comm.Get_size()
-    mode = s.cfg.run.evaluate
-    final_models = None
-    if s.interrupted:
-        pass  # not final: the checkpoint holds the models, a resume writes the final ones
-    elif mode == REFERENCE:
-        final_models = s.monitor.gather_models(s.algorithm.estimate)
-    else:
-        write_agent_model(s.run_dir, s.rank, s.algorithm.estimate)
-    meter = s.net.meter
-    all_rows = s.eval_comm.gather(meter.rows(n_agents), root=0)
-    comm_seconds = s.eval_comm.gather(meter.total_seconds(), root=0)
-    receive_seconds = s.eval_comm.gather(sum(meter.receive_seconds.values()), root=0)
-    ledgers = s.eval_comm.gather(s.ledger.to_dict(), root=0)
-    # run.on_divergence = "record": the iteration each agent first diverged (an int or None)
-    s.diverged = s.eval_comm.gather(s.divergence.first, root=0)
-    hosts = s.eval_comm.gather(MPI.Get_processor_name(), root=0)
-    collective_path = s.net.collective_path
-    s.net.free()
-    if not s.root:
-        # asleep while rank 0 converts and writes the results: a polling wait would take
-        # the cores it needs when there are more ranks than cores
-        wait_sleeping(s.eval_comm.Ibarrier())
-        return None
-
-    traffic = assemble_matrices(all_rows, n_agents, hosts)
-    privacy = privacy_report(ledgers, s.cfg.privacy.delta, s.noise.mode)
-    summary = _summary(s, traffic, privacy, comm_seconds)
-    summary.hosts, summary.collective_path = hosts, collective_path
-    vendor, version = MPI.get_vendor()
-    summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
-                           f"(MPI {'.'.join(map(str, MPI.Get_version()))})")
-    reference = s.problem.reference
-    s.directory.write_traffic(traffic, receive_seconds)
-    s.directory.write_privacy(privacy)
-    if final_models is not None:
-        # a problem without a closed-form reference (e.g. personalised) has no w_c to save
-        s.directory.write_models(final_models, None if reference is None else reference.w)
-    checkpoint.mark_interrupted(s, summary)
-    s.directory.write_summary(summary)
-    s.directory.close()
-    wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
-    if not s.interrupted:  # an interrupted run says one line (the command line's)
-        _print(s.stream, format_summary(summary))
-    return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
-                     models=None if final_models is None else final_models.copy(),
-                     w_c=None if reference is None else reference.w)
-
-
-def _summary(s: Session, traffic: dict, privacy: dict, comm_seconds: list[float]) -> RunSummary:
-    cfg = s.cfg
-    bytes_matrix = traffic["total"]["bytes"]
-    busiest = np.unravel_index(int(np.argmax(bytes_matrix)), bytes_matrix.shape)
-    algorithm_cls = ALGORITHMS[cfg.algorithm.name]
-    final = s.metrics[-1].values if s.metrics else {}
-    reference = s.problem.reference
-    worst, worst_eps = privacy["worst_link"], privacy["worst_link_epsilon"]
-    conversion = (privacy["links"]["conversion"][worst[0]][worst[1]] if worst else None)
-    delta = cfg.privacy.delta
-    if getattr(algorithm_cls, "pure_headline", False):
-        # a pure local-DP method: its headline is pure epsilon at delta = 0, never an
-        # (epsilon, delta) conversion (privacy.json keeps every conversion)
-        worst, worst_eps = _worst_pure_link(privacy["links"]["epsilon_pure"], worst, worst_eps)
-        conversion, delta = ("pure" if worst_eps < math.inf else conversion), 0.0
-    summary = RunSummary(
-        algorithm=cfg.algorithm.name,
-        problem=cfg.problem.name,
-        topology=cfg.topology.kind,
-        ranks=s.comm.Get_size(),
-        edges=s.graph.number_of_edges(),
-        iterations=cfg.run.iterations,
-        seed=cfg.run.seed,
-        final_error=final.get("error"),
-        final_objective_gap=final.get("objective_gap"),
-        final_consensus_gap=final.get("consensus_gap"),
-        bytes_total=int(bytes_matrix.sum()),
-        bytes_busiest_link=int(bytes_matrix[busiest]),
-        busiest_link=[int(busiest[0]), int(busiest[1])],
-        messages_total=int(traffic["total"]["messages"].sum()),
-        wall_seconds=s.wall_seconds,
-        algorithm_seconds=s.wall_seconds - s.eval_seconds,
-        eval_seconds=s.eval_seconds,
-        comm_seconds=float(np.mean(comm_seconds)),
-        comm_seconds_max=float(np.max(comm_seconds)),
-        private=algorithm_cls.private,
-        worst_link_epsilon=worst_eps,
-        worst_link=worst,
-        worst_link_conversion=conversion,
-        privacy_delta=delta,
-        noise=s.noise.mode,
-        reference_method=None if reference is None else reference.method,
-        optimum_value=None if reference is None else reference.value,
-        graph_hash=topology.graph_hash(s.graph),
-        run_dir=s.run_dir,
-        evaluate=cfg.run.evaluate,
-        final_metrics=dict(final),
-        evaluation_note=EVALUATION_NOTES[cfg.run.evaluate],
-        l1=s.problem.l1,
-        algorithm_report=s.algorithm.report() or None,
-        worst_observer_entry=(privacy.get("observers") or {}).get("worst"),
-    )
-    diverged = {k: n for k, n in enumerate(s.diverged or []) if n is not None}
-    if diverged:
-        summary.status = "diverged"
-        summary.diverged_at_iteration = min(diverged.values())
-        summary.diverged_agents = sorted(diverged)
-    if not algorithm_cls.private:
-        summary.privacy_note = (
-            "; ".join(privacy["notes"]) + " (no differential-privacy guarantee: each link's "
-            "loss is reported as unbounded, inf)" if privacy["notes"] else
-            "non-private algorithm: every message is sent in the clear, so each link's "
-            "privacy loss is unbounded (inf)")
-    return summary
-
-
-def _worst_pure_link(pure: list[list[float | None]], worst: list[int] | None,
-                     worst_eps: float) -> tuple[list[int] | None, float]:
-    """The link of largest pure epsilon; unbounded links (no pure figure) stay as given."""
-    if worst_eps == math.inf:
-        return worst, worst_eps
-    best, best_eps = worst, -math.inf
-    for k, row in enumerate(pure):
-        for j, eps in enumerate(row):
-            if eps is not None and eps > best_eps:
-                best, best_eps = [k, j], eps
-    return (best, best_eps) if best_eps > -math.inf else (worst, worst_eps)

@@ -105,17 +105,22 @@ def incomplete_text(run: dict) -> str:
 def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
     """A run that ended without its summary but with a checkpoint: status "failed",
     what it had reached and spent at that checkpoint (every agent's saved ledger)."""
-    from .checkpoint import resume_command
+    from .checkpoint import is_final, resume_command, run_iterations
     from .privacy.report import privacy_report
     privacy = privacy_report([m["ledger"] for m in metas], info["delta"], info["noise"])
     worst = privacy["worst_link"]
+    # the run's own end (not an earlier part's, before an extension that did not finish)
+    ended = is_final(path, info) and run_iterations(path) == info["iteration"]
     return [f"failed run {path}: status failed (it ended without its summary: a rank was "
-            f"killed, or the job was); {measured}",
+            f"killed, or the job was); {measured}" + (
+                f"; it had reached its end (iteration {info['iteration']}, final state "
+                "saved) but not written all its results" if ended else ""),
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
             f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
             f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
             f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
-            f"continue with: {resume_command(path, info['ranks'])}"]
+            ("write the results (nothing is run or released) with: " if ended else
+             "continue with: ") + resume_command(path, info["ranks"])]
 
 
 #: the record files named in the report, by reason
@@ -273,11 +278,14 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
 CELL_VALUES = 10
 #: a scale spanning more than this ratio is drawn logarithmic
 DECADES = 100.0
+#: metrics that shrink towards 0 over a run (an error, a gap): a log axis whenever positive,
+#: so that their late iterations do not lie flat on the axis
+LOG_METRICS = ("error", "gap", "distance", "consensus")
 
 
 def plot_report(run: dict, png: str | Path) -> None:
     """Draw :func:`report_figure` to ``png``."""
-    report_figure(run).savefig(png, dpi=110)
+    report_figure(run).savefig(png, dpi=110, bbox_inches="tight")
 
 
 def report_figure(run: dict):
@@ -285,10 +293,13 @@ def report_figure(run: dict):
 
     What each panel shows is in its title (the metric's name, not "accuracy"); the ranks
     are integer ticks; a matrix of at most :data:`CELL_VALUES` agents prints its values in
-    its cells; a colour bar is drawn only when the values differ (a flat matrix says its
-    one value in the title instead); the privacy panel marks the agents' budget (a line
-    on its colour bar, or in the title) and red crosses on unbounded links; a curve or
-    a colour scale spanning more than two decades is logarithmic.
+    its cells (bytes with their unit, losses rounded up); a colour bar is drawn only when
+    the values differ or a budget is marked (a flat matrix says its one value in the
+    title); linear colour scales start at 0, so that equal colours mean equal values and a
+    loss far below the budget looks it; the privacy panel marks the agents' budget (a
+    labelled tick on its colour bar) and red crosses on unbounded links; an error or gap
+    curve is drawn on a log axis, and any curve or colour scale spanning more than two
+    decades.
     """
     try:
         from matplotlib.figure import Figure
@@ -316,7 +327,8 @@ def _curve_panel(ax, metrics: dict) -> None:
     name = curve.replace("_", " ")
     ax.plot(x, y)
     finite = y[np.isfinite(y)]
-    if finite.size and finite.min() > 0 and finite.max() / finite.min() > DECADES:
+    shrinks = any(word in curve for word in LOG_METRICS)
+    if finite.size and finite.min() > 0 and (shrinks or finite.max() / finite.min() > DECADES):
         ax.set_yscale("log")
     ax.set(xlabel="iteration", ylabel=name, title=f"{name} against iteration")
     ax.xaxis.set_major_locator(_integer_locator())
@@ -327,9 +339,13 @@ def _bytes_panel(fig, ax, matrix: np.ndarray) -> None:
     shown = np.where(matrix > 0, matrix, np.nan)
     title = "bytes per link"
     if links.size and links.min() == links.max():
-        title += f" (every link: {links.min():.0f})"
-    _matrix_panel(fig, ax, shown, "viridis", title, "receiver", "sender",
-                  lambda v: _short_bytes(v))
+        title += f"\nevery link: {display.byte_size(links.min())} ({links.min():.0f} bytes)"
+    bar = _matrix_panel(fig, ax, shown, "viridis", title, "receiver", "sender", _short_bytes)
+    if bar is not None:
+        from matplotlib.ticker import FuncFormatter
+        bar.formatter = FuncFormatter(lambda v, _: _short_bytes(v))
+        bar.update_ticks()
+        bar.set_label("bytes sent on the link")
 
 
 def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> None:
@@ -341,16 +357,25 @@ def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> Non
     budget = budget if budget is not None and math.isfinite(budget) else None
     title = f"privacy loss per link ({measure})"  # the run's headline measure
     if finite.size and finite.min() == finite.max():
-        title += f"\nevery private link: {_eps(finite.min())}"  # rounded up
+        title += f"\nevery private link: {display.loss(finite.min())}"  # rounded up
         if budget is not None:
             title += f", budget {budget:g}"
-    bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent", _eps,
-                        vmax=max(budget, finite.max()) if budget is not None and finite.size
-                        else None)
+    bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent",
+                        _eps, vmax=max(budget, finite.max())
+                        if budget is not None and finite.size else None)
+    if bar is not None:
+        bar.set_label("epsilon")
     if budget is not None and bar is not None:
+        # a labelled tick beside the bar, not text above it (where the title is)
         bar.ax.axhline(budget, color="red", linewidth=2)
-        bar.ax.text(0.5, budget, "budget", color="red", ha="center", va="bottom",
-                    fontsize=8, transform=bar.ax.get_yaxis_transform())
+        ticks = [t for t in bar.get_ticks() if not math.isclose(t, budget, rel_tol=0.05)
+                 and bar.vmin <= t <= bar.vmax] + [budget]
+        ticks.sort()
+        bar.set_ticks(ticks, labels=[f"budget {t:g}" if t == budget else f"{t:g}"
+                                     for t in ticks])
+        for label in bar.ax.get_yticklabels():
+            if label.get_text().startswith("budget"):
+                label.set_color("red")
     if unbounded.any():
         rows, cols = np.nonzero(unbounded)
         ax.scatter(cols, rows, marker="x", color="red", label="inf (not private)")
@@ -364,11 +389,13 @@ def _matrix_panel(fig, ax, shown: np.ndarray, cmap: str, title: str, xlabel: str
     finite = shown[np.isfinite(shown)]
     varied = finite.size > 0 and (finite.min() != finite.max() or
                                   (vmax is not None and vmax != finite.max()))
+    top = max(finite.max(), vmax or 0) if finite.size else None
     norm = None
-    if varied and finite.min() > 0 and max(finite.max(), vmax or 0) / finite.min() > DECADES:
-        norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), vmax or 0))
-    image = ax.imshow(shown, cmap=cmap, norm=norm,
-                      vmax=None if norm is not None else vmax)
+    if varied and finite.min() > 0 and top / finite.min() > DECADES:
+        norm = LogNorm(vmin=finite.min(), vmax=top)
+    # a linear scale starts at 0 (a flat matrix: one colour, its value's)
+    image = ax.imshow(shown, cmap=cmap, norm=norm, vmin=None if norm is not None else 0.0,
+                      vmax=None if norm is not None else top)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     K = shown.shape[0]
     for axis in (ax.xaxis, ax.yaxis):
@@ -391,10 +418,13 @@ def _integer_locator(K: int | None = None):
 
 
 def _short_bytes(value: float) -> str:
-    for unit, size in (("M", 1e6), ("k", 1e3)):
+    """A byte count short enough for a matrix cell, in the units of
+    :func:`mpi_privopt.display.byte_size`: ``3.12 KiB``."""
+    for unit, size in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
         if value >= size:
-            return f"{value / size:.3g}{unit}"
-    return f"{value:.0f}"
+            return f"{display.number(value / size, 3)} {unit}"
+    return f"{value:.0f} B"
+
 
 
 def main(args) -> int:

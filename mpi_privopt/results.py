@@ -46,13 +46,35 @@ def agent_model_path(run_dir: str | Path, agent: int) -> Path:
 
 
 def write_agent_model(run_dir: str | Path, agent: int, w: np.ndarray) -> None:
-    """Agent ``agent``'s final model ``w``, written by that agent itself.
+    """Agent ``agent``'s final model ``w``, written by that agent itself (whole, durable).
 
     The directory is made if missing: on hosts without a shared filesystem each agent
     keeps its model on its own disk, under the same run directory name.
     """
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    np.savez(agent_model_path(run_dir, agent), w=np.asarray(w, dtype=np.float64))
+    write_npz(agent_model_path(run_dir, agent), w=np.asarray(w, dtype=np.float64))
+
+
+def write_durable(path: str | Path, write) -> None:
+    """Write a file whole or not at all, and durably: ``write(handle)`` fills a hidden
+    ``.NAME.partial`` file, which is fsynced, then renamed to ``path``."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with open(partial, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def write_npz(path: str | Path, **arrays: np.ndarray) -> None:
+    """``numpy.savez`` of ``arrays`` at ``path``, through :func:`write_durable` (the same
+    bytes: an archive's entries carry no time stamp)."""
+    write_durable(path, lambda handle: np.savez(handle, **arrays))
 
 
 #: made with O_EXCL inside an --out directory while a run claims it; removed once the
@@ -138,18 +160,23 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, durable: bool = False) -> None:
     """``data`` as indented JSON at ``path``: the whole file or, if interrupted, none of it.
 
     An agent stopped by its budget writes its ledger and then the job is aborted, possibly
     while another agent is still writing its own: writing to a temporary name and renaming
-    means an abort never leaves a truncated file behind.
+    means an abort never leaves a truncated file behind. ``durable``: fsynced before the
+    rename too (the files of a run's end, mpi_privopt/run_commit.py).
     """
     # Infinity is written for unbounded quantities (a non-private link's privacy loss);
     # Python's json and most JSON readers in data tools accept it.
+    text = json.dumps(_jsonable(data), indent=2) + "\n"
+    if durable:
+        write_durable(path, lambda handle: handle.write(text.encode()))
+        return
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(_jsonable(data), indent=2) + "\n")
+    partial.write_text(text)
     os.replace(partial, path)
 
 
@@ -195,6 +222,12 @@ class RunDirectory:
         self._metrics_file = open(path, "a", newline="")
         self._metrics = csv.writer(self._metrics_file)
 
+    def sync_metrics(self) -> None:
+        """Make the metrics rows written so far durable (before a final checkpoint)."""
+        if self._metrics_file is not None:
+            self._metrics_file.flush()
+            os.fsync(self._metrics_file.fileno())
+
     def write_traffic(self, matrices: dict, receive_seconds: list[float]) -> None:
         write_json(self.path / "traffic.json", {
             "agents": int(matrices["total"]["bytes"].shape[0]),
@@ -205,17 +238,17 @@ class RunDirectory:
             "receive_seconds": receive_seconds,
             # each agent's host, and True on the links between two hosts (sender != receiver)
             **{key: matrices[key] for key in ("hosts", "cross_host") if key in matrices},
-        })
+        }, durable=True)
 
     def write_privacy(self, report: dict) -> None:
-        write_json(self.path / "privacy.json", report)
+        write_json(self.path / "privacy.json", report, durable=True)
 
     def write_models(self, W: np.ndarray, w_c: np.ndarray | None) -> None:
         # w_c only when the problem has a reference solution (no object arrays in the file)
-        np.savez(self.path / "models.npz", W=W, **({} if w_c is None else {"w_c": w_c}))
+        write_npz(self.path / "models.npz", W=W, **({} if w_c is None else {"w_c": w_c}))
 
     def write_summary(self, summary: RunSummary) -> None:
-        write_json(self.path / "summary.json", summary.to_dict())
+        write_json(self.path / "summary.json", summary.to_dict(), durable=True)
 
     def close(self) -> None:
         if self._metrics_file is not None:

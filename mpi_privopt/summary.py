@@ -21,6 +21,20 @@ OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry",
             "stop_signal")
 
 
+#: what the monitor gathered or reduced in each mode (summary.json's evaluation_note),
+#: by ``run.evaluate`` (mpi_privopt/problems/metrics.py's REFERENCE, LOCAL, NONE)
+EVALUATION_NOTES = {
+    "reference": "simulation: rank 0 gathered every agent's data once for the centralised "
+                 "reference (and l1 = auto); each evaluation reduced the average model; "
+                 "models.npz holds every final model",
+    "local": "each agent evaluated itself; only per-agent scalars were reduced; each agent "
+             "wrote its own models-agent-K.npz",
+    "none": "deployment: nothing was evaluated during the run; only setup agreement and "
+            "end-of-run counters left the agents beyond the algorithm's messages; each "
+            "agent wrote its own models-agent-K.npz",
+}
+
+
 @dataclass
 class RunSummary:
     """The headline numbers of one run (``summary.json``).

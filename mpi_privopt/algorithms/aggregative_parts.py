@@ -24,11 +24,10 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.events import NonPrivateEvent, PrivacyEvent
+from ..privacy.costs import resolve
+from ..privacy.events import NonPrivateEvent, PackedLaplaceEvent, PrivacyEvent
 from ..privacy.mechanisms import LaplaceMechanism
-from ..privacy.ldp_budget import PackedLaplaceEvent
 from ..privacy.release import Release
-from ..privacy.transforms import resolve
 from ..topology import laplacian, metropolis_weights
 
 

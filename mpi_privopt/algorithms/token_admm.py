@@ -37,9 +37,9 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants,
-                                     AmplifiedGaussianEvent, booked_bound, bound_applies)
-from ..privacy.events import GaussianEvent, NonPrivateEvent, PrivacyEvent
+from ..privacy.amplification import (BOUNDS, EXPONENTS, AmplificationConstants, booked_bound,
+                                     bound_applies)
+from ..privacy.events import AmplifiedGaussianEvent, GaussianEvent, NonPrivateEvent, PrivacyEvent
 from ..privacy.noise import chain_noise
 from ..privacy.release import Release
 from ..problems.registry import PROBLEMS
@@ -128,7 +128,9 @@ class TokenADMM(Algorithm):
     __doc__ = __doc__
 
     #: at an iteration's end a token may be on its way between two agents (sent, not yet
-    #: received): no agent's state holds it, so a per-agent checkpoint cannot either
+    #: received): no agent's state holds it, so a per-agent checkpoint cannot either. At
+    #: the run's end every agent holds the released token: the final state is saved, and
+    #: the run can be extended from it (:meth:`extend`)
     no_checkpoint = ("its token may be in flight between two agents at an iteration's "
                      "end, in no agent's state")
     name = "token-admm"
@@ -183,15 +185,14 @@ class TokenADMM(Algorithm):
         records = self.records = agent.problem
         n = self.dim = records.n_features
         self.penalty = ElasticNetPenalty(records.c1, records.c2)
+        #: the iterations the plans cover (a resume that extends the run raises it)
+        self.iterations = agent.iterations
         self.plans = self.plans_for(params, agent.graph, agent.iterations, records.counts,
                                     agent.seed)
-        # imported here: the token channel brings MPI, which the checks made before MPI
-        # starts (prelaunch: config and graph) must not load
-        from ..token_channel import TokenChannel
-        self.channels = [
-            TokenChannel(agent.net, plan.holders, 2 * n, phase="token", chain=c,
-                         tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))
-            for c, plan in enumerate(self.plans)]
+        self.channels = self._channels()
+        #: per chain, the last step after which the token was released to every agent
+        #: (an earlier part's final release, when the run was extended; -1: none)
+        self.released_after = [-1] * params.chains
         mode = agent.privacy.noise if agent.privacy is not None else "fast"
         self.noise = [chain_noise(mode, agent.seed, agent.id, c) for c in range(params.chains)]
         self.delta_radius = replace_one_radius(params, records.loss)
@@ -211,6 +212,39 @@ class TokenADMM(Algorithm):
         self.initial = initial
         self.tokens = [initial.copy() for _ in range(params.chains)]
 
+    def _channels(self) -> list:
+        """One token channel per chain along its plan (collective: every rank, in order)."""
+        # imported here: the token channel brings MPI, which the checks made before MPI
+        # starts (prelaunch: config and graph) must not load
+        from ..token_channel import TokenChannel
+        agent = self.agent
+        return [TokenChannel(agent.net, plan.holders, 2 * self.dim, phase="token", chain=c,
+                             tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))
+                for c, plan in enumerate(self.plans)]
+
+    def extend(self, fresh: "TokenADMM", iterations: int) -> None:
+        """Go on past the end this restored state reached, to ``iterations``.
+
+        ``fresh`` is the method the resume's set-up made for ``iterations``: its public
+        plans must begin with the ones run so far (they do: every schedule is drawn step
+        by step from the chain's stream). At the end every agent was released the token,
+        so the next holder starts from its own copy (no message), and each observer has
+        seen every iteration done before it (:meth:`TokenPlan.seen`'s ``released``).
+        Collective: the channels are made again on every rank.
+        """
+        for c, (old, new) in enumerate(zip(self.plans, fresh.plans)):
+            done = old.steps.size
+            if not (np.array_equal(old.holders, new.holders[:old.n_steps])
+                    and np.array_equal(old.steps, new.steps[:done])
+                    and np.array_equal(old.records, new.records[:done])):
+                raise ConfigError(
+                    f"token-admm cannot extend chain {c} to run.iterations = {iterations}: "
+                    f"its schedule for {iterations} iterations does not begin with the one "
+                    f"of the {self.iterations} run so far",
+                    "start a new run with the larger run.iterations")
+        self.plans, self.iterations = fresh.plans, iterations
+        self.channels = self._channels()
+
     # -- privacy events ---------------------------------------------------------------------
 
     def _event(self, plan: TokenPlan, i: int, k: int) -> PrivacyEvent:
@@ -225,9 +259,12 @@ class TokenADMM(Algorithm):
         return AmplifiedGaussianEvent(base, k, self.constants, owner=owner, unit="record",
                                       record=record)
 
-    def _release(self, plan: TokenPlan, token: np.ndarray, observer: int, at: int) -> Release:
-        """The token as ``observer`` sees it after step ``at``, with what it learns."""
-        events = [self._event(plan, i, k) for i, k in plan.seen(observer, at)]
+    def _release(self, c: int, token: np.ndarray, observer: int, at: int) -> Release:
+        """The token of chain c as ``observer`` sees it after step ``at``, with what it
+        learns."""
+        plan = self.plans[c]
+        events = [self._event(plan, i, k)
+                  for i, k in plan.seen(observer, at, self.released_after[c])]
         if not events:  # nothing new since its previous sighting: post-processing
             return Release.public(token)
         return Release(token, events[0], tuple(events[1:]))
@@ -253,17 +290,24 @@ class TokenADMM(Algorithm):
             for s in plan.window(i):
                 if not channel.holds(s):
                     continue
-                token = self.initial if s == 0 else channel.receive(s)
+                if s == 0:
+                    token = self.initial
+                elif s - 1 == self.released_after[c]:
+                    # the earlier part's end released the token to every agent: this
+                    # holder has it already (the bits the last holder would have sent)
+                    token = np.array(self.tokens[c], copy=True)
+                else:
+                    token = channel.receive(s)
                 if s == plan.steps[i]:
                     token = self._iterate(c, i, token)
                 self.tokens[c] = np.array(token, copy=True)
                 if s + 1 < plan.n_steps:
                     following = int(plan.holders[s + 1])
                     if following != me:
-                        channel.pass_on(self._release(plan, token, following, s), s)
+                        channel.pass_on(self._release(c, token, following, s), s)
                     else:
                         channel.pass_on(Release.public(token), s)
-        if n == self.agent.iterations:
+        if n == self.iterations:
             self._finish()
 
     def _finish(self) -> None:
@@ -271,11 +315,12 @@ class TokenADMM(Algorithm):
         for c, (plan, channel) in enumerate(zip(self.plans, self.channels)):
             last = plan.n_steps - 1
             mine = self.tokens[c] if channel.holds(last) else None
-            for_child = (lambda token, v, plan=plan, last=last:
-                         self._release(plan, np.array(token, copy=True), v, last))
+            for_child = (lambda token, v, c=c, last=last:
+                         self._release(c, np.array(token, copy=True), v, last))
             final = channel.finish(None if mine is None else Release.public(mine),
                                    for_child=for_child)
             self.tokens[c] = np.array(final, copy=True)
+            self.released_after[c] = last
 
     @property
     def estimate(self) -> np.ndarray:

@@ -98,13 +98,17 @@ class TokenPlan:
             object.__setattr__(self, "_previous_cache", cached)
         return cached
 
-    def seen(self, observer: int, at: int) -> list[tuple[int, int]]:
+    def seen(self, observer: int, at: int, released: int = -1) -> list[tuple[int, int]]:
         """``(iteration, k)`` first seen by ``observer`` when it sees the state after step ``at``.
 
         The iterations done at steps in (previous sighting, ``at``] whose record is not the
         observer's own; ``k`` counts the iterations after each one up to ``at``.
+        ``released``: a step after which the state was released to every agent (the end
+        of an earlier part of an extended run), a sighting of every observer.
         """
         previous = self.previous_sighting(observer, at + 1)
+        if released <= at:
+            previous = max(previous, released)
         lo = int(np.searchsorted(self.steps, previous, side="right"))
         hi = int(np.searchsorted(self.steps, at, side="right"))
         return [(i, hi - 1 - i) for i in range(lo, hi) if self.owners[i] != observer]

@@ -212,11 +212,13 @@ def horizon_outlook(cfg, own) -> list[str]:
     method = ALGORITHMS[cfg.algorithm.name]
     if not math.isfinite(cfg.privacy.epsilon):
         return []
-    T, T0 = calibration_horizon(cfg), calibration_horizon(own)
-    if T == T0:
-        return []
+    # the schedules first: a method without one (the aggregative methods) has no
+    # calibration horizon either (no algorithm.horizon key)
     schedule, base = method.noise_schedule(cfg), method.noise_schedule(own)
     if schedule is None or base is None or not (schedule.relative and base.relative):
+        return []
+    T, T0 = calibration_horizon(cfg), calibration_horizon(own)
+    if T == T0:
         return []
     n, ratio = worst_multiplier(schedule, T)
     _, ratio0 = worst_multiplier(base, T0)

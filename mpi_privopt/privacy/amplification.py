@@ -3,9 +3,9 @@ r"""Privacy amplification by iteration for noisy gradient ADMM (Chan, Xie & Zhao
 A record used in one noisy iteration of the token method, seen by an observer only after
 ``k`` further noisy iterations, costs that observer less than the local zCDP
 ``rho_local = eta^2 Delta^2 / (2 sigma^2)`` of the iteration itself. The release is
-booked as an :class:`AmplifiedGaussianEvent` (the record's own Gaussian event and ``k``);
-the transform registered in this module turns it into the zCDP event it is worth,
-``min(rho_local, rho_amplified(k))`` (notes section 3.9; T = floor(k/2), A2).
+booked as an :class:`~mpi_privopt.privacy.events.AmplifiedGaussianEvent` (the record's own
+Gaussian event and ``k``); the accountants count it as the zCDP it is worth,
+``base zCDP x`` :func:`amplification_ratio`, i.e. ``min(rho_local, rho_amplified(k))`` (notes section 3.9; T = floor(k/2), A2).
 
 The bounds (all zCDP, i.e. Dz; ``T = floor(k/2)`` two-iteration Markov operators)::
 
@@ -42,16 +42,12 @@ import numpy as np
 
 from mpi_privopt.errors import ConfigError
 
-from .accountants import DEFAULT_RDP_ORDERS
-from .conversions import rdp_to_eps_orders
-from .events import GaussianEvent, PrivacyEvent, ZCDPEvent
-from .transforms import register_transform
+from .conversions import DEFAULT_RDP_ORDERS, rdp_to_eps_orders
 
 __all__ = [
     "BOUNDS",
     "EXPONENTS",
     "AmplificationConstants",
-    "AmplifiedGaussianEvent",
     "CURVE_VARIANTS",
     "StronglyConvexTerms",
     "all_user_epsilon",
@@ -138,34 +134,6 @@ class AmplificationConstants:
         if self.exponent not in EXPONENTS:
             raise ConfigError(f"amplification exponent {self.exponent!r} is not one of {EXPONENTS}",
                               'use "conservative" for a guarantee, "paper" to reproduce the printed bound')
-
-
-@dataclass(frozen=True)
-class AmplifiedGaussianEvent(PrivacyEvent):
-    """A record's noisy iteration (``base``), seen ``iterations_after`` noisy iterations later.
-
-    ``base`` is the Gaussian event of the iteration that used the record: sensitivity
-    ``eta * Delta``, noise ``sigma``, with the record's ``owner`` and ``record``; the wrapper
-    carries the same owner, unit and record.
-    """
-
-    base: GaussianEvent
-    iterations_after: int
-    constants: AmplificationConstants
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not isinstance(self.base, GaussianEvent):
-            raise ConfigError(f"base = {self.base!r} is not a GaussianEvent",
-                              "wrap the Gaussian event of the iteration that used the record")
-        k = self.iterations_after
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ConfigError(f"iterations_after = {k!r} must be an integer >= 0",
-                              "count the noisy iterations between the record's use and the sighting")
-        object.__setattr__(self, "iterations_after", int(k))
-        if not isinstance(self.constants, AmplificationConstants):
-            raise ConfigError(f"constants = {self.constants!r} is not an AmplificationConstants",
-                              "give the run's public constants")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,17 +371,6 @@ def amplified_rho(k: int, constants: AmplificationConstants, delta: float, sigma
         Noise std added to x in every iteration.
     """
     return local_rho(constants.eta, delta, sigma) * amplification_ratio(k, constants)
-
-
-@register_transform(AmplifiedGaussianEvent)
-def amplify(event: AmplifiedGaussianEvent) -> ZCDPEvent:
-    """The zCDP event an amplified release is worth: ``base.rho * ratio(k)``.
-
-    ``base.rho = (eta Delta)^2 / (2 sigma^2)`` is the local zCDP, so the result is
-    ``min(local, amplified)`` whatever Delta the base was made with.
-    """
-    ratio = amplification_ratio(event.iterations_after, event.constants)
-    return ZCDPEvent(event.base.rho * ratio, owner=event.owner, unit=event.unit, record=event.record)
 
 
 # ---------------------------------------------------------------------------------------------

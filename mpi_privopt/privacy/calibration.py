@@ -43,7 +43,6 @@ __all__ = [
     "analytic_gaussian_sigma",
     "CALIBRATION_MARGIN",
     "basic_composition_gaussian_schedule",
-    "basic_composition_noise",
     "basic_composition_schedule",
     "calibrate_gaussian_noise",
     "calibrate_gdp_mu",
@@ -53,7 +52,6 @@ __all__ = [
     "classical_gaussian_sigma",
     "geometric_zcdp_schedule",
     "noise_multipliers",
-    "total_zcdp_geometric",
     "zcdp_nfl_schedule",
 ]
 
@@ -142,32 +140,16 @@ def _geometric_sum(tau: float, T: int) -> float:
     return s
 
 
-def total_zcdp_geometric(phi1: float, tau: float, T: int) -> float:
-    """Total zCDP of the geometric schedule: ``phi1 (1 - tau^T) / (tau^(T-1) (1 - tau))``.
-
-    Parameters
-    ----------
-    phi1 : float
-        First-round budget, ``> 0``.
-    tau : float
-        Ratio, ``> 0`` (``tau = 1`` gives ``phi1 T``).
-    T : int
-        Number of rounds, ``>= 1``.
-
-    Returns
-    -------
-    float
-        ``sum_{n=1}^T phi1 tau^-(n-1)`` (the Corollary's closed form, n = 1..T).
-    """
-    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), _check_rounds(T)
-    return phi1 * _geometric_sum(tau, T)
-
-
 # ---------------------------------------------------------------------------------------------
 # Total budget for a target (epsilon, delta)
 # ---------------------------------------------------------------------------------------------
 def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
     """Largest Gaussian-DP ``mu`` with ``gaussian_delta(mu, epsilon) <= delta``.
+
+    The analytic Gaussian mechanism (Balle & Wang 2018), by dp-accounting's
+    ``get_sigma_gaussian`` at unit sensitivity: ``mu = 1 / sigma``. Its search is asked for
+    full precision (``tol`` far below one ulp, so its root finder stops at its own few-ulp
+    relative tolerance), which calibrating to exactly the budget needs.
 
     Parameters
     ----------
@@ -181,18 +163,15 @@ def calibrate_gdp_mu(epsilon: float, delta: float) -> float:
     float
         mu; a single Gaussian release with sensitivity D then needs ``sigma = D / mu``.
     """
+    from dp_accounting.gaussian_mechanism import get_sigma_gaussian  # noqa: PLC0415 (slow import)
+
     epsilon = _check_epsilon(epsilon)
     delta = conv._check_delta(delta)
-    log_target = math.log(delta)
-    f = lambda mu: conv._log_gaussian_delta(mu, epsilon) - log_target  # noqa: E731  increasing in mu
-    # exact <= standard: the standard total is feasible, so it brackets from below.
-    lo = math.sqrt(2.0 * _standard_total(epsilon, delta))
-    while f(lo) > 0.0:
-        lo /= 2.0
-    hi = 2.0 * lo
-    while f(hi) <= 0.0:
-        lo, hi = hi, 2.0 * hi
-    return float(scipy.optimize.brentq(f, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000))
+    return 1.0 / float(get_sigma_gaussian(epsilon, delta, tol=_FULL_PRECISION))
+
+
+#: dp-accounting's absolute search tolerance, set below any sigma's ulp
+_FULL_PRECISION = 1e-300
 
 
 def _standard_total(epsilon: float, delta: float) -> float:
@@ -451,8 +430,9 @@ def _finite_sensitivity(sensitivity: float) -> float:
 def analytic_gaussian_sigma(eps: ArrayLike, delta: ArrayLike, sensitivity: float = 1.0) -> float | np.ndarray:
     """Analytic Gaussian mechanism (Balle & Wang 2018): smallest sigma meeting (eps, delta).
 
-    The smallest sigma with ``gaussian_delta(D / sigma, eps) <= delta``; valid for every
-    ``eps > 0`` and never larger than :func:`classical_gaussian_sigma`.
+    ``sensitivity / mu`` with mu from :func:`calibrate_gdp_mu` (dp-accounting's
+    ``get_sigma_gaussian``); valid for every ``eps > 0`` and never larger than
+    :func:`classical_gaussian_sigma`.
 
     Parameters
     ----------
@@ -508,31 +488,6 @@ def basic_composition_schedule(
     return eps_n, np.full(T, delta_total / T)
 
 
-def basic_composition_noise(
-    eps_total: float,
-    delta_total: float,
-    T: int,
-    tau: float = 1.0,
-    mechanism: Literal["classical", "analytic"] = "classical",
-) -> np.ndarray:
-    """Noise multipliers of the (epsilon, delta)-DP-NFL baseline.
-
-    Parameters
-    ----------
-    eps_total, delta_total, T, tau
-        See :func:`basic_composition_schedule`.
-    mechanism : {"classical", "analytic"}
-        Per-round Gaussian mechanism: Dwork-Roth (needs every ``eps_n < 1``) or Balle-Wang.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``sigma_n / Delta_n``, shape ``(T,)``.
-    """
-    return _per_round_multipliers(*basic_composition_schedule(eps_total, delta_total, T, tau),
-                                  mechanism)
-
-
 def _per_round_multipliers(eps_n: np.ndarray, delta_n: np.ndarray, mechanism: str) -> np.ndarray:
     """``sigma_n / Delta_n`` of a per-round Gaussian mechanism for each (eps_n, delta_n)."""
     if mechanism == "classical":
@@ -551,7 +506,12 @@ def basic_composition_gaussian_schedule(
 ) -> BasicCompositionSchedule:
     """The (epsilon, delta)-DP-NFL baseline's noise schedule for a budget.
 
-    Parameters are those of :func:`basic_composition_noise`.
+    Parameters
+    ----------
+    eps_total, delta_total, T, tau
+        See :func:`basic_composition_schedule`.
+    mechanism : {"classical", "analytic"}
+        Per-round Gaussian mechanism: Dwork-Roth (needs every ``eps_n < 1``) or Balle-Wang.
 
     Returns
     -------

@@ -8,11 +8,15 @@ owner's records a release depends on: None for every record (a gradient over the
 dataset), an index for one record (an incremental method that touches one record per
 iteration); events on disjoint records compose in parallel.
 
-Accountants (:mod:`~mpi_privopt.privacy.accountants`) say how events compose; transforms
-(:mod:`~mpi_privopt.privacy.transforms`) turn a wrapped event (for example one amplified by
-the iterations after it) into a base event. The split follows Google's dp-accounting.
+Every event of the project is defined here, as data: frozen dataclasses that validate their
+fields and carry no arithmetic. What a release costs, and how releases compose, is the
+accountants' job (:mod:`~mpi_privopt.privacy.accountants`), one walk over these types; the
+split follows Google's dp-accounting (``dp_event.py`` apart from its accountants). Two
+events wrap others: :class:`PackedLaplaceEvent` (one message made of several Laplace
+releases) and :class:`AmplifiedGaussianEvent` (a release seen after later noisy
+iterations, worth less by amplification by iteration).
 
-No MPI here: plain frozen dataclasses.
+No MPI here.
 """
 from __future__ import annotations
 
@@ -21,13 +25,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
+from mpi_privopt.privacy.amplification import AmplificationConstants
 
 __all__ = [
     "UNITS",
+    "AmplifiedGaussianEvent",
+    "PackedLaplaceEvent",
     "GaussianEvent",
     "LaplaceEvent",
     "NonPrivateEvent",
@@ -50,12 +56,6 @@ def _positive(value: Any, name: str, fix: str, allow_inf: bool = False) -> float
         raise ConfigError(f"{name} = {value!r} must be {'> 0' if allow_inf else 'a finite number > 0'}", fix)
     return v
 
-
-def _orders_array(orders: ArrayLike) -> np.ndarray:
-    a = np.asarray(orders, dtype=float)
-    if a.ndim > 1 or np.any(np.isnan(a)) or np.any(a < 1.0):
-        raise ConfigError(f"Renyi orders {orders!r} must be numbers >= 1", "use orders such as 2, 4, 8, 16, 32")
-    return a
 
 
 
@@ -112,17 +112,6 @@ class GaussianEvent(PrivacyEvent):
         object.__setattr__(self, "sensitivity", d)
         object.__setattr__(self, "sigma", s)
 
-    @property
-    def mu(self) -> float:
-        """Gaussian-DP parameter ``D / sigma``."""
-        return self.sensitivity / self.sigma
-
-    @property
-    def rho(self) -> float:
-        """zCDP parameter ``D^2 / (2 sigma^2)``."""
-        return 0.5 * self.mu**2
-
-
 
 @dataclass(frozen=True)
 class PureDPEvent(PrivacyEvent):
@@ -141,28 +130,6 @@ class PureDPEvent(PrivacyEvent):
         e = conv._check_nonneg(self.epsilon, "epsilon", "give a finite pure-DP epsilon >= 0; for no protection use NonPrivateEvent()",
                                       allow_inf=False)
         object.__setattr__(self, "epsilon", e)
-
-    @property
-    def rho(self) -> float:
-        """zCDP implied by pure DP, ``eps^2 / 2`` (Bun & Steinke 2016, Prop. 1.4)."""
-        return 0.5 * self.epsilon**2
-
-    def rdp(self, orders: ArrayLike) -> np.ndarray:
-        """Renyi DP of randomized response, the worst eps-DP mechanism (Bun & Steinke Prop. 3.3).
-
-        ``D_a <= (1/(a-1)) ln((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps))``; the order-1 limit is
-        ``eps tanh(eps/2)``.
-        """
-        a = _orders_array(orders)
-        e = self.epsilon
-        out = np.empty_like(a)
-        one = a == 1.0
-        out[one] = e * math.tanh(e / 2.0)
-        am = a[~one]
-        with np.errstate(over="ignore", invalid="ignore"):  # a = inf is set just below
-            out[~one] = (np.logaddexp(am * e, (1.0 - am) * e) - np.logaddexp(0.0, e)) / (am - 1.0)
-        out[np.isinf(a)] = e
-        return np.minimum(np.maximum(out, 0.0), e)
 
 
 @dataclass(frozen=True)
@@ -188,17 +155,6 @@ class LaplaceEvent(PrivacyEvent):
         object.__setattr__(self, "sensitivity", d)
         object.__setattr__(self, "scale", b)
 
-    @property
-    def epsilon(self) -> float:
-        """Pure-DP parameter ``D / b``."""
-        return conv.laplace_eps(self.sensitivity, self.scale)
-
-    @property
-    def rho(self) -> float:
-        """zCDP implied by pure DP, ``eps^2 / 2``."""
-        return 0.5 * self.epsilon**2
-
-
 
 @dataclass(frozen=True)
 class ZCDPEvent(PrivacyEvent):
@@ -217,7 +173,6 @@ class ZCDPEvent(PrivacyEvent):
         r = conv._check_nonneg(self.rho, "rho", "give a finite zCDP rho >= 0; for no protection use NonPrivateEvent()",
                                       allow_inf=False)
         object.__setattr__(self, "rho", r)
-
 
 
 @dataclass(frozen=True)
@@ -244,3 +199,65 @@ class PublicEvent(PrivacyEvent):
     """
 
     note: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Events that wrap others: the accountants resolve them (one walk, no registry)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PackedLaplaceEvent(PrivacyEvent):
+    """One packed message of the LDP aggregative method: a Laplace release per block, booked
+    as one (pure DP, the sum of its blocks' epsilons; Lemma 1).
+
+    Parameters
+    ----------
+    parts : tuple of LaplaceEvent
+        The blocks' releases (l1 sensitivity and scale each).
+    """
+
+    parts: tuple[LaplaceEvent, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not all(isinstance(part, LaplaceEvent) for part in self.parts):
+            raise ConfigError(f"parts = {self.parts!r} are not all LaplaceEvent",
+                              "pack the blocks' Laplace events")
+        object.__setattr__(self, "parts", tuple(self.parts))
+
+
+@dataclass(frozen=True)
+class AmplifiedGaussianEvent(PrivacyEvent):
+    """A record's noisy iteration (``base``), seen ``iterations_after`` noisy iterations later.
+
+    ``base`` is the Gaussian event of the iteration that used the record: sensitivity
+    ``eta * Delta``, noise ``sigma``, with the record's ``owner`` and ``record``; the wrapper
+    carries the same owner, unit and record. What it is worth (amplification by iteration,
+    Chan, Xie & Zhao 2023) is :mod:`~mpi_privopt.privacy.amplification`'s to say.
+
+    Parameters
+    ----------
+    base : GaussianEvent
+        The iteration that used the record.
+    iterations_after : int
+        Noisy iterations between that use and the sighting, ``>= 0``.
+    constants : AmplificationConstants
+        The run's public constants and the requested bound.
+    """
+
+    base: GaussianEvent
+    iterations_after: int
+    constants: AmplificationConstants
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.base, GaussianEvent):
+            raise ConfigError(f"base = {self.base!r} is not a GaussianEvent",
+                              "wrap the Gaussian event of the iteration that used the record")
+        k = self.iterations_after
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ConfigError(f"iterations_after = {k!r} must be an integer >= 0",
+                              "count the noisy iterations between the record's use and the sighting")
+        object.__setattr__(self, "iterations_after", int(k))
+        if not isinstance(self.constants, AmplificationConstants):
+            raise ConfigError(f"constants = {self.constants!r} is not an AmplificationConstants",
+                              "give the run's public constants")

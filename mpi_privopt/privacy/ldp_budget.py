@@ -20,9 +20,9 @@ vs_y < v_y, vs_z < v_z). Its limit is reported two ways: the exact series
 The constants C_v need Lipschitz constants the paper does not report; with C = 1 the
 accounting is the *nominal* one of notes 3.7, stated as such wherever it is reported.
 
-A packed message is one :class:`PackedLaplaceEvent` (its three Laplace events), booked
-once per sender whatever the number of neighbours (all see the same message); its
-transform gives the pure-DP event of the sum of the three epsilons.
+A packed message is one :class:`~mpi_privopt.privacy.events.PackedLaplaceEvent` (its three
+Laplace events), booked once per sender whatever the number of neighbours (all see the same
+message); the accountants count it as pure DP, the sum of the three epsilons.
 """
 from __future__ import annotations
 
@@ -34,10 +34,8 @@ import numpy as np
 import scipy  # its submodules load on first use (scipy's lazy attributes): not on import
 
 from ..errors import ConfigError
-from .events import LaplaceEvent, PrivacyEvent, PureDPEvent
-from .transforms import register_transform
 
-__all__ = ["BLOCKS", "BlockBudget", "PackedLaplaceEvent", "sensitivity_exponents",
+__all__ = ["BLOCKS", "BlockBudget", "sensitivity_exponents",
            "check_assumption4", "NOMINAL", "accounting_label", "GeometricBlock",
            "SampledBlock", "fresh_batch"]
 
@@ -146,32 +144,6 @@ class BlockBudget:
         if self.power <= 1.0:
             return math.inf
         return self.factor * (1.0 / (self.power - 1.0) + (1.0 if self.first == 0 else 0.0))
-
-
-@dataclass(frozen=True)
-class PackedLaplaceEvent(PrivacyEvent):
-    """One packed message of Algorithm 1: a Laplace release per block, booked as one.
-
-    ``parts`` are the blocks' :class:`LaplaceEvent` (l1 sensitivity and scale each); the
-    message is ``sum_v Delta_v / b_v``-DP (pure, Lemma 1).
-    """
-
-    parts: tuple[LaplaceEvent, ...] = ()
-
-    @property
-    def epsilon(self) -> float:
-        return math.fsum(part.epsilon for part in self.parts)
-
-    @property
-    def rho(self) -> float:
-        """zCDP of the pure-DP event it resolves to, eps^2 / 2."""
-        return 0.5 * self.epsilon ** 2
-
-
-@register_transform(PackedLaplaceEvent)
-def packed_to_pure(event: PackedLaplaceEvent) -> PureDPEvent:
-    """The pure-DP event of a packed message: the sum of its blocks' epsilons."""
-    return PureDPEvent(event.epsilon, owner=event.owner, unit=event.unit, record=event.record)
 
 
 @dataclass(frozen=True)

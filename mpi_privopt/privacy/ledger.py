@@ -15,11 +15,11 @@ Composition is sequential over the releases an observer saw and parallel over di
 records: releases that name one record (``event.record``) compose with the releases that
 depend on every record, and the loss is that of the worst record. Events of another owner
 (a token that carries other agents' contributions) are kept apart and reported in that
-owner's row. Wrapped events (amplification) are resolved by
-:mod:`~mpi_privopt.privacy.transforms` before they are stored.
+owner's row. Wrapped events (a packed message, an amplified release) are resolved by
+:func:`~mpi_privopt.privacy.costs.resolve` before they are stored.
 
 The arithmetic is the accountant's (:class:`~mpi_privopt.privacy.accountants.HeadlineAccountant`
-composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.accountants.PLDAccountant`
+composes incrementally for the budget guard; :class:`~mpi_privopt.privacy.notions.PLDAccountant`
 runs once at the end of a run when Laplace releases need it). The ledger knows nothing of MPI.
 """
 from __future__ import annotations
@@ -29,17 +29,20 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .. import display
 from ..errors import PrivacyBudgetExceeded
-from .accountants import (Budget, GaussianEvent, HeadlineAccountant, LaplaceEvent, PLDAccountant,
-                          most_exposed)
-from .events import NonPrivateEvent, PrivacyEvent, PublicEvent
+from .accountants import Budget, HeadlineAccountant, epsilons, most_exposed
+from .costs import resolve
+from .events import (AmplifiedGaussianEvent, GaussianEvent, LaplaceEvent, NonPrivateEvent,
+                     PackedLaplaceEvent, PrivacyEvent, PublicEvent)
+from .notions import PLDAccountant
 from .release import Release
-from .transforms import TRANSFORMS, resolve
 
 #: receiver objects the ledger recognises by identity (a network has at most one per
 #: neighbour plus its neighbour list)
 _IDENTITY_CACHE_SIZE = 1024
 #: events that cost nothing or make the loss unbounded: counted, not kept
 _NOT_KEPT = (PublicEvent, NonPrivateEvent)
+#: events that wrap others: stored as what they resolve to
+_WRAPPERS = (PackedLaplaceEvent, AmplifiedGaussianEvent)
 
 
 class EventBook:
@@ -85,14 +88,14 @@ def compose_observed(books: Iterable[tuple[Sequence[int], int | None, HeadlineAc
             by_record.setdefault(record, HeadlineAccountant()).merge(accountant)
     if not by_record:
         return every
-    worst, worst_eps = every, -1.0
+    candidates = []
     for accountant in by_record.values():
         candidate = every.copy()
         candidate.merge(accountant)
-        eps = candidate.epsilon(delta)["best"]
-        if eps > worst_eps:
-            worst, worst_eps = candidate, eps
-    return worst
+        candidates.append(candidate)
+    # every record's exact Gaussian epsilon in one vectorised conversion
+    eps = [e["best"] for e in epsilons(candidates, delta)]
+    return candidates[max(range(len(eps)), key=lambda i: (eps[i], -i))]
 
 
 def pld_epsilon(events: Iterable[PrivacyEvent], delta: float) -> float | None:
@@ -201,7 +204,7 @@ class Ledger:
             self._book_event(group, event)
 
     def _book_event(self, group: EventBook, event: PrivacyEvent) -> None:
-        if event.__class__ in TRANSFORMS:
+        if event.__class__ in _WRAPPERS:
             event = resolve(event)
         owner = event.owner
         if event.record is None and (owner is None or owner == self.agent):
@@ -269,11 +272,11 @@ class Ledger:
 
     def worst_observer(self) -> tuple[int | None, float]:
         """The neighbour that learned the most, and its epsilon."""
+        links = self.links
         worst, worst_eps = None, -1.0
-        for j, loss in self.links.items():
-            eps = loss.epsilon(self.delta)["best"]
-            if eps > worst_eps:
-                worst, worst_eps = j, eps
+        for j, eps in zip(links, epsilons(list(links.values()), self.delta)):
+            if eps["best"] > worst_eps:
+                worst, worst_eps = j, eps["best"]
         return worst, max(worst_eps, 0.0)
 
     def _with_pld(self, observers: Iterable[int] | None, accountant: HeadlineAccountant,

@@ -247,6 +247,19 @@ class SecureNoise:
         self.granularity = g
         self._k = math.frexp(g)[1] - 1  # g == 2**k
 
+    # A checkpoint (every run's end saves one) pickles the source: the sampler is a
+    # module, not data, so a restored source imports it again. No key is kept between
+    # draws (each draw keys a fresh cipher stream from OS entropy), so nothing secret is
+    # written either.
+    def __getstate__(self) -> dict:
+        state = dict(vars(self))
+        del state["_sampler"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self._sampler = _import_sampler()[0]
+
     # ---- the lattice ------------------------------------------------------------------
     def round_to_grid(self, value) -> np.ndarray:
         """Each coordinate rounded to the nearest multiple of ``granularity`` (float64).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .accountants import HeadlineAccountant
+from .accountants import HeadlineAccountant, epsilons
 from .ledger import compose_observed
 
 CONVERSIONS = {
@@ -66,8 +66,9 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             observers = sorted({int(j) for g in groups for j in g["receivers"]} | set(links))
             links = {j: compose_observed(books, (j,), delta) for j in observers}
             total = compose_observed(books, observers, delta)
-        for j, loss in links.items():
-            eps = loss.epsilon(delta)
+        # every link's exact Gaussian epsilon, and the agent's, in one vectorised conversion
+        *link_conversions, total_eps = epsilons([*links.values(), total], delta)
+        for (j, loss), eps in zip(links.items(), link_conversions):
             matrices["epsilon"][k][int(j)] = eps["best"]
             matrices["conversion"][k][int(j)] = eps["conversion"]
             matrices["epsilon_tight"][k][int(j)] = eps["tight"]
@@ -82,7 +83,6 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
                 worst_link, worst_eps = [k, int(j)], eps["best"]
         link_eps = {int(j): matrices["epsilon"][k][int(j)] for j in links}
         worst_observer = max(link_eps, key=lambda j: (link_eps[j], -j)) if link_eps else None
-        total_eps = total.epsilon(delta)
         agents.append({
             "agent": k,
             "worst_observer": worst_observer,

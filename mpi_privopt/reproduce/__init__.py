@@ -205,14 +205,55 @@ def pyplot():
     return plt
 
 
-def finish_figure(fig, path: Path, rows: list[dict], title: str | None = None) -> None:
-    """Title (if given), save and close a figure; write the CSV behind it next to it."""
+def read_csv(path: Path) -> list[dict]:
+    """The rows of a CSV written by :func:`write_csv`, numbers as int or float (the
+    figures of a reproduction are drawn again from them: ``--redraw``)."""
+    def value(text: str):
+        for kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                pass
+        return text
+
+    with open(path, newline="") as handle:
+        return [{k: value(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+#: resolution of the committed figures
+DPI = 110
+
+
+def save_figure(fig, path: Path, title: str | None = None) -> None:
+    """Title (if given), lay out, save and close a figure (with a legend below its panels:
+    ``bbox_inches="tight"`` takes it in)."""
     if title is not None:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     pyplot().close(fig)
+
+
+def finish_figure(fig, path: Path, rows: list[dict], title: str | None = None) -> None:
+    """:func:`save_figure`, then the CSV behind the figure next to it."""
+    save_figure(fig, path, title)
     write_csv(path.with_suffix(".csv"), rows)
+
+
+def redraw(folder: Path, draw, name: str) -> int:
+    """``reproduce NAME --redraw``: ``draw(folder)`` draws every figure again from the CSVs
+    a finished reproduction left in ``folder`` (no runs); one message if one is missing."""
+    if not folder.is_dir():
+        raise ConfigError(f"reproduce {name} --redraw: {folder} is not a directory",
+                          "give --out the folder of a finished reproduction")
+    try:
+        written = draw(folder)
+    except FileNotFoundError as err:
+        raise ConfigError(f"reproduce {name} --redraw: {err.filename} is missing",
+                          "give --out the folder of a finished reproduction (its CSVs "
+                          "and summary.json)") from None
+    log(f"redrew {len(written)} figures in {folder}")
+    return 0
 
 
 def available() -> list[str]:

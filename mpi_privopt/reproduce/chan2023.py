@@ -43,8 +43,9 @@ from .. import display
 from ..errors import ConfigError
 from ..privacy.conversions import zcdp_to_eps_tight
 from ..results import write_json
-from . import find_mpiexec, launch, log, run_dir, worker, write_csv
+from . import find_mpiexec, launch, log, redraw, run_dir, worker, write_csv
 from ._chan2023 import distributed, figures, observer_figures
+from ._chan2023.redraw import redraw as redraw_figures
 from ._chan2023.replay import MODES, Instance, Setting, lfrak_study, sigma_study
 from ._chan2023.settings import (CLIP, ITERATIONS, NOTEBOOK_ETA_OVERRIDE, PAPER_SIGMA, PENALTY,
                                  RUNS, SIGMA_CASE, SIGMAS, X0)
@@ -68,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--utility-runs", type=int, default=distributed.UTILITY_RUNS,
                    help="seeds per epsilon of the utility runs (default "
                         f"{distributed.UTILITY_RUNS})")
+    p.add_argument("--redraw", action="store_true",
+                   help="draw the figures again from the CSVs in --out (no runs)")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
@@ -113,24 +116,17 @@ def _observer_matrices(runs: list[distributed.Run], out: Path) -> dict:
         K = obs["rho"].shape[0]
         closed = None
         if schedule == "ring":
-            iterations = distributed.RING_PASSES * K
-            closed = distributed.ring_ratio_matrix(K, iterations, distributed.constants())
+            closed = distributed.ring_ratio_matrix(K, distributed.RING_PASSES * K,
+                                                   distributed.constants())
             rows = observer_figures.ring_rows_by_distance(closed)
             write_csv(out / "observers_ring_distance.csv", rows)
             result["ring_by_distance"] = rows
             result["ring_closed_form_max_abs_difference"] = float(
                 np.nanmax(np.abs(obs["rho"] / local - closed)))
-            what = f"ring schedule, {iterations} iterations ({distributed.RING_PASSES} passes)"
-        else:
-            what = f"sample schedule (the paper's), {ITERATIONS} iterations"
-        p = distributed.experiment()
         observer_figures.heatmap(
             obs, out / f"observers_{schedule}.png",
             observer_figures.matrix_rows(obs, local, closed),
-            f"Observer matrix of token-admm, {K} ranks on a ring graph,\n{what};\n"
-            f"r = 0.5, eta = {p.eta:g}, beta = {p.beta:g}, Delta = {distributed.radius():g}, "
-            f"sigma = {distributed.sigma_for_epsilon(distributed.MATRIX_EPSILON):.4g}, "
-            f"{p.bound} bound", local_eps)
+            observer_figures.matrix_title(schedule, K), local_eps)
         result[schedule] = observer_figures.matrix_summary(obs, local)
         log(f"  observers, {schedule}: {result[schedule]['amplified_entries']} of "
             f"{result[schedule]['entries']} entries amplified, smallest "
@@ -154,11 +150,8 @@ def _utility(runs: list[distributed.Run], out: Path) -> list[dict]:
     rows = observer_figures.utility_rows(results)
     start = inst.objective(np.full(inst.n_features, X0)) - optimum
     rows = [{**r, "initial_gap": start} for r in rows]
-    observer_figures.utility_figure(
-        rows, results, out / "utility_epsilon.png",
-        f"Utility against epsilon: token-admm-elastic-net ({runs[0].ranks} ranks, sample "
-        f"schedule,\n{ITERATIONS} iterations, Delta = {distributed.radius():g}, sigma from the "
-        "target local epsilon)")
+    observer_figures.utility_figure(rows, out / "utility_epsilon.png",
+                                    observer_figures.utility_title(runs[0].ranks))
     for r in rows:
         log(f"  local epsilon {display.loss(r['local_epsilon'])} (sigma "
             f"{display.number(r['sigma'])}): mean gap {display.number(r['mean_gap'])}, worst "
@@ -185,6 +178,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args.worker)
+    if args.redraw:
+        return redraw(Path(args.out), redraw_figures, "chan2023")
     if args.runs < 2:
         raise ConfigError(f"--runs {args.runs}: the tests compare samples of runs",
                           "give --runs 2 or more (the paper: 100)")

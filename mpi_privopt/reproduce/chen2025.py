@@ -19,10 +19,12 @@ personalised task with softmax regression in numpy on the offline stand-in data 
 * ``diagnostics.png``: consensus error, aggregate-tracking error and |ztilde| of Algorithm 1;
 * the CSV behind each, and ``summary.json`` (final values per curve, the budget totals).
 
-Runs already finished in ``DIR/runs`` are reused. A run whose iterate diverges (the
-engine's guard, exit status 3) stops its job; it is rerun alone and kept as "diverged at
-iteration n" with its metrics up to then (one line says so; the largest lambda_pen of
-panel (d) is expected to diverge at this step size), and the other runs go on in batches.
+Runs already finished in ``DIR/runs`` are reused; ``--redraw`` draws the figures of every
+data set folder of ``DIR`` again from their CSVs, without running anything. A run whose
+iterate diverges (the engine's guard, exit status 3) stops its job; it is rerun alone and
+kept as "diverged at iteration n" with its metrics up to then (one line says so; the
+largest lambda_pen of panel (d) is expected to diverge at this step size), and the other
+runs go on in batches.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import BatchFailed, find_mpiexec, launch, log, run_batch, run_dir
+from . import BatchFailed, find_mpiexec, launch, log, redraw, run_batch, run_dir
 from ._chen2025 import figures, panels, settings
 from ._chen2025.diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
 
@@ -57,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"evaluate the losses every this many iterations "
                         f"(default {settings.EVAL_EVERY})")
     p.add_argument("--out", default="reproductions/chen2025", help="output directory")
+    p.add_argument("--redraw", action="store_true",
+                   help="draw the figures again from the CSVs in --out/<dataset> (no runs)")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
@@ -194,10 +198,13 @@ def reproduce(args, out: Path, mpiexec: str) -> dict:
     _launch(runs, out, mpiexec, args.dataset)
     where = out / args.dataset
     where.mkdir(parents=True, exist_ok=True)
-    subtitle = (f"{args.dataset}, softmax regression, {args.runs} runs, T = {args.iterations}, "
-                f"lambda_pen = {settings.LAMBDA_PEN[args.dataset]:g}")
+    subtitle = figures.subtitle(args.dataset, args.runs, args.iterations)
     diverged = {r.key: _status(out, r)["iteration"] for r in runs
                 if _status(out, r)["status"] == "diverged"}
+    stopped = {r.curve: [] for r in runs if r.panel == "d" and r.key in diverged}
+    for r in runs:
+        if r.curve in stopped and r.panel == "d" and r.key in diverged:
+            stopped[r.curve].append(diverged[r.key])
 
     a = panels.curve_rows(_grouped(runs, out, "a"))
     figures.panel_a(a, where / "panel_a.png", subtitle)
@@ -206,7 +213,8 @@ def reproduce(args, out: Path, mpiexec: str) -> dict:
     c = panels.curve_rows(_grouped(runs, out, "c"))
     figures.panel_c(c, settings.DELTAS, where / "panel_c.png", subtitle)
     d = panels.curve_rows(_grouped(runs, out, "d"))
-    figures.panel_d(d, settings.LAMBDA_PENS[args.dataset], where / "panel_d.png", subtitle)
+    figures.panel_d(d, settings.LAMBDA_PENS[args.dataset], where / "panel_d.png", subtitle,
+                    stopped)
     diag_runs = [r for r in runs if r.diagnostics and _status(out, r)["status"] == "completed"]
     diag = panels.curve_rows(
         {"alg1": [panels.columns_of(tracker_diagnostics(run_dir(out, r), settings.RANKS))
@@ -227,6 +235,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args.worker)
+    if args.redraw:
+        return redraw(Path(args.out), figures.redraw, "chen2025")
     defaults = (settings.QUICK if args.quick else
                 {"runs": settings.RUNS, "iterations": settings.ITERATIONS,
                  "eval_every": settings.EVAL_EVERY})

@@ -24,6 +24,9 @@ runs share a launch, see :mod:`._gade2017.jobs`). It writes into ``--out``:
     the topology certificate.
 ``summary.json``
     The headline numbers; ``runs/`` holds every run directory.
+
+``--redraw`` draws the figures again from the CSVs (and ``summary.json``) in ``--out``,
+without running anything.
 """
 from __future__ import annotations
 
@@ -37,11 +40,11 @@ import numpy as np
 
 from .. import display
 from ..results import write_json
-from . import find_mpiexec, launch, log, worker, write_csv
+from . import find_mpiexec, launch, log, redraw, worker, write_csv
 from ._gade2017 import figures
 from ._gade2017.data import write_breast_cancer
 from ._gade2017.jobs import (AGENTS, BATCH_JOBS, FIG1_LEVELS, PROGRESS, attack_jobs,
-                             figure1_jobs, figure2_jobs, run_job, series_name)
+                             figure1_jobs, figure2_jobs, run_job)
 
 FULL = {"iterations": 20000, "seeds": 3, "checkpoints": (1, 3, 10, 30, 100, 300, 1000),
         "attack_iterations": 3000, "ml_attacks": True}
@@ -59,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a small smoke version (1 seed, short runs, fewer attacks)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per noisy Figure 1 series")
     p.add_argument("--iterations", type=int, default=None, help="Figure 1 iterations")
+    p.add_argument("--redraw", action="store_true",
+                   help="draw the figures again from the CSVs in --out (no runs)")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
@@ -80,6 +85,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args.worker, run_job)
+    if args.redraw:
+        return redraw(Path(args.out), figures.redraw, "gade2017")
     plan = dict(QUICK if args.quick else FULL)
     plan["iterations"] = args.iterations or plan["iterations"]
     plan["seeds"] = args.seeds or plan["seeds"]
@@ -98,12 +105,8 @@ def main(argv: list[str]) -> int:
     fig1 = figure1_jobs(plan["iterations"], plan["seeds"])
     run_jobs(fig1)
     bands = figures.seed_bands(out, fig1)
-    rss = ["dgd"] + [series_name(m, n) for m, n in FIG1_LEVELS if m != "fs"]
-    fs = ["dgd"] + [series_name(m, n) for m, n in FIG1_LEVELS if m == "fs"]
-    figures.convergence_figure(bands, rss, out / "fig1.png",
-                               "Figure 1: DGD, RSS-NB and RSS-LB on the 5-cycle")
-    figures.convergence_figure(bands, fs,
-                               out / "fig1-fs.png", "FS on the Figure 1 problem (not in the paper)")
+    for name, series, title in figures.CONVERGENCE:
+        figures.convergence_figure(bands, list(series), out / f"{name}.png", title)
 
     log("Figure 2 stand-in: logistic regression on breast cancer, C5 and K5")
     train, test = write_breast_cancer(out / "data", 5, DATA_SEED)

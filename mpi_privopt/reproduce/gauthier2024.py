@@ -30,7 +30,8 @@ does not show); zCDP-NFL under the three conversions; and ``runs.csv``, one row 
 Runs share mpiexec launches: a batch of run configurations goes to one MPI job in which
 every rank loops over them (``--worker``), because starting 50 Python processes costs
 several times a 200-iteration run on a small machine. A run whose directory already holds
-``summary.json`` is not run again, so an interrupted reproduction resumes where it stopped.
+``summary.json`` is not run again, so an interrupted reproduction resumes where it stopped;
+``--redraw`` draws the figures again from the CSVs in ``--out`` without running anything.
 The runs and their settings are in :mod:`._gauthier2024.jobs`, the figures and tables in
 :mod:`._gauthier2024.figures`; this module is the command.
 
@@ -48,9 +49,10 @@ import time
 from pathlib import Path
 
 from .. import display
-from . import find_mpiexec, launch, log, worker, write_csv
-from ._gauthier2024.figures import (check_exact_runs, conversion_rows, learning_figure,
-                                    performance_rows, summarise, tradeoff_figure, tuning_figure)
+from . import find_mpiexec, launch, log, redraw, worker, write_csv
+from ._gauthier2024.figures import (LEARNING, TRADEOFF, check_exact_runs, conversion_rows,
+                                    learning_figure, performance_rows, redraw as redraw_figures,
+                                    summarise, tradeoff_figure, tuning_figure)
 from ._gauthier2024.jobs import (BATCH_RUNS, CLIP, DELTA, EPSILONS, LEARNING_EPSILONS, PROGRESS,
                                  STEP_GRID, TAU, TOPOLOGY_SEED, Spec, classical_invalid,
                                  load_run, make_spec, match_steps, sweep_specs, tuning_specs)
@@ -81,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reproductions/gauthier2024", help="output directory")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 8 ranks, 1 run, epsilon 1 and 100, 3 steps, T = 100")
+    p.add_argument("--redraw", action="store_true",
+                   help="draw the figures again from the CSVs in --out (no runs)")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
@@ -90,6 +94,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args.worker)
+    if args.redraw:
+        return redraw(Path(args.out), redraw_figures, "gauthier2024")
     if args.quick:
         args.ranks, args.runs, args.iterations = min(args.ranks, 8), 1, 100
         args.epsilons, args.learning_epsilons = (1.0, 100.0), (100.0,)
@@ -121,23 +127,13 @@ def main(argv: list[str]) -> int:
     log("step 3: figures")
     T = args.iterations
     eps, learn = args.epsilons, args.learning_epsilons
-    nfl = ("zcdp-nfl", "eps-delta-nfl", "zcdp-grad-nfl", "admm", "dgd")
     if learn:
-        learning_figure(runs, "elastic-net", nfl, learn, out, "fig1_elastic_net_learning", T)
-        learning_figure(runs, "lad", nfl, learn, out, "fig2_lad_learning", T)
-        learning_figure(runs, "ridge", ("zcdp-nfl", "p-admm", "zcdp-nfl-const", "admm",
-                                        "exact-admm"), learn, out, "fig3_ridge_learning", T)
-    tables = {
-        "elastic-net": tradeoff_figure(runs, "elastic-net", nfl[:3], eps, out,
-                                       "fig1_elastic_net_tradeoff"),
-        "lad": tradeoff_figure(runs, "lad", nfl[:3], eps, out, "fig2_lad_tradeoff"),
-        "ridge": tradeoff_figure(runs, "ridge", ("zcdp-nfl", "p-admm"), eps, out,
-                                 "fig3_ridge_tradeoff"),
-        "conversions": tradeoff_figure(runs, "elastic-net", ("zcdp-nfl", "zcdp-nfl-tight",
-                                                             "zcdp-nfl-exact"), eps, out,
-                                       "conversions_elastic_net",
-                                       "zCDP-NFL on elastic net: conversion of the budget"),
-    }
+        for name, (problem, methods) in LEARNING.items():
+            learning_figure(runs, problem, methods, learn, out, name, T)
+    tables = {}
+    for name, (problem, methods, title) in TRADEOFF.items():
+        key = "conversions" if name.startswith("conversions") else problem
+        tables[key] = tradeoff_figure(runs, problem, methods, eps, out, name, title)
     write_csv(out / "conversions_noise.csv", conversion_rows(eps, T))
     write_csv(out / "runs.csv", performance_rows(runs))
     seconds = time.perf_counter() - start

@@ -152,6 +152,12 @@ def workspace(tmp_path_factory):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (tmp / "myrun.toml").write_text(
         (REPO / "mpi_privopt" / "experiments" / "default.toml").read_text())
+    # the README's `source .venv/bin/activate`: the environment these tests run in
+    activate = Path(sys.prefix) / "bin" / "activate"
+    (tmp / ".venv" / "bin").mkdir(parents=True)
+    (tmp / ".venv" / "bin" / "activate").write_text(
+        activate.read_text() if activate.exists() else
+        f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"\n')
     return tmp, run_dir, launch_env(tmp)
 
 

@@ -30,7 +30,7 @@ from mpi4py import MPI
 from mpi_privopt.algorithms import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.privacy.transforms import resolve
+from mpi_privopt.privacy.accountants import resolve
 
 sys.path.insert(0, str(Path(__file__).parent))
 from contract_cases import (BASE, CASES, CONVERGENCE_ITERATIONS, FEATURES,  # noqa: E402
@@ -41,10 +41,13 @@ NAMES = sorted(ALGORITHMS)
 
 def event_rho(event) -> float:
     """zCDP rho of one privacy event: its own ``rho`` when it states one, else derived from
-    the mechanism's parameters (Gaussian D^2 / (2 sigma^2); Laplace (D/b)^2 / 2)."""
+    the mechanism's parameters (Gaussian D^2 / (2 sigma^2); pure eps^2 / 2; Laplace
+    (D/b)^2 / 2), independently of the accountants."""
     rho = getattr(event, "rho", None)
     if rho is not None:
         return float(rho)
+    if hasattr(event, "epsilon"):
+        return event.epsilon ** 2 / 2.0
     if hasattr(event, "sigma"):
         return event.sensitivity ** 2 / (2.0 * event.sigma ** 2)
     return (event.sensitivity / event.scale) ** 2 / 2.0

@@ -10,7 +10,7 @@ from mpi_privopt import topology
 from mpi_privopt.algorithms.base import ALGORITHMS, Algorithm, register
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.privacy.calibration import calibrate_phi1, total_zcdp_geometric
+from mpi_privopt.privacy.calibration import calibrate_phi1, geometric_zcdp_schedule
 from mpi_privopt.privacy.conversions import (
     gaussian_exact_eps, zcdp_to_eps_standard, zcdp_to_eps_tight)
 from mpi_privopt.privacy.mechanisms import GaussianMechanism
@@ -123,7 +123,7 @@ def test_zcdp_nfl_ledger_equals_the_corollary_on_every_link(comm, shared_dir, ta
         ZCDP + [f"run.iterations={T}", f"privacy.epsilon={eps}", f"privacy.delta={delta}",
                 f"algorithm.tau={tau}", f"algorithm.conversion={conversion}"])
     phi1 = calibrate_phi1(eps, delta, T, tau, conversion)
-    Phi = total_zcdp_geometric(phi1, tau, T)
+    Phi = math.fsum(geometric_zcdp_schedule(phi1, tau, T))
     convert = zcdp_to_eps_standard if conversion == "standard" else zcdp_to_eps_tight
     assert convert(Phi, delta) == pytest.approx(eps, rel=1e-9)
     for k, row in enumerate(report["links"]["rho"]):

@@ -25,8 +25,9 @@ from mpi4py import MPI
 from mpi_privopt import topology, walks
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.privacy.amplification import (AmplificationConstants, AmplifiedGaussianEvent,
-                                               amplification_ratio, local_rho)
+from mpi_privopt.privacy.amplification import (AmplificationConstants, amplification_ratio,
+                                               local_rho)
+from mpi_privopt.privacy.events import AmplifiedGaussianEvent
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from token_reference import records_of, run_chain, schedule  # noqa: E402

@@ -2,8 +2,8 @@
 
 Covers what the architecture renovation added: events with owner, unit and record; the
 headline accountant the ledger asks (merge = composition); parallel composition over
-records; events of another owner; event transforms as the extension point; the privacy
-loss distribution for Laplace releases at the end of a run.
+records; events of another owner; wrapped events resolved by the accountants' one walk; the
+privacy loss distribution for Laplace releases at the end of a run.
 """
 import math
 from dataclasses import dataclass
@@ -14,15 +14,16 @@ import pytest
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import (GaussianExactAccountant, HeadlineAccountant,
                                              PLDAccountant, PureDPAccountant, RDPAccountant,
-                                             ZCDPAccountant, epsilon_all)
+                                             UnsupportedEventError, ZCDPAccountant,
+                                             epsilon_all, epsilons, resolve, zcdp_rho)
 from mpi_privopt.privacy.events import (GaussianEvent, LaplaceEvent, NonPrivateEvent,
-                                        PrivacyEvent, PublicEvent, ZCDPEvent)
+                                        PackedLaplaceEvent, PrivacyEvent, PublicEvent,
+                                        PureDPEvent, ZCDPEvent)
 from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from mpi_privopt.privacy.noise import agent_noise
 from mpi_privopt.privacy.release import Release
 from mpi_privopt.privacy.report import coalition_epsilon, privacy_report
-from mpi_privopt.privacy.transforms import TRANSFORMS, register_transform, resolve
 
 
 def release(event):
@@ -126,9 +127,9 @@ def test_disjoint_records_compose_in_parallel():
     for r in range(1, 4):
         ledger.on_release(release(GaussianEvent(1.0, 1.0, record=r)), [1], "t", 0)
     # the worst record (0) saw four releases; the others one each
-    assert ledger.links[1].rho == pytest.approx(4 * one.rho)
+    assert ledger.links[1].rho == pytest.approx(4 * zcdp_rho(one))
     ledger.on_release(release(GaussianEvent(1.0, 2.0)), [1], "w", 0)  # every record
-    assert ledger.links[1].rho == pytest.approx(4 * one.rho + GaussianEvent(1.0, 2.0).rho)
+    assert ledger.links[1].rho == pytest.approx(4 * zcdp_rho(one) + zcdp_rho(GaussianEvent(1.0, 2.0)))
     assert ledger.total.releases == 5
 
 
@@ -165,28 +166,24 @@ def test_another_owners_events_go_to_that_owners_row():
 
 
 @dataclass(frozen=True)
-class HalvedRho(PrivacyEvent):
-    """A test wrapper: the base event's zCDP cost halved (as an amplification would)."""
-
-    base: GaussianEvent = GaussianEvent(1.0, 1.0)
+class Unknown(PrivacyEvent):
+    """An event type the accountants do not know."""
 
 
-def test_a_transform_is_a_new_module_not_an_edit_of_the_ledger():
-    @register_transform(HalvedRho)
-    def halve(event):
-        return ZCDPEvent(event.base.rho / 2, owner=event.owner, record=event.record)
-
-    try:
-        ledger = Ledger(0, [1], 1e-5)
-        ledger.on_release(release(HalvedRho(GaussianEvent(1.0, 1.0))), [1], "t", 0)
-        assert ledger.links[1].rho == pytest.approx(0.25)
-        assert resolve(HalvedRho()) == ZCDPEvent(0.25)
-        with pytest.raises(ValueError, match="already registered"):
-            register_transform(HalvedRho)(lambda e: e)
-    finally:
-        TRANSFORMS.pop(HalvedRho)
-    with pytest.raises(TypeError, match="transform"):
-        HeadlineAccountant().add(HalvedRho())   # unresolved: refused, never counted as 0
+def test_wrapped_events_resolve_in_the_accountants_walk_and_unknown_ones_are_refused():
+    packed = PackedLaplaceEvent((LaplaceEvent(1.0, 4.0), LaplaceEvent(1.0, 2.0)), owner=0)
+    assert resolve(packed) == PureDPEvent(0.75, owner=0)
+    ledger = Ledger(0, [1], 1e-5)
+    ledger.on_release(release(packed), [1], "t", 0)
+    assert ledger.links[1].rho == pytest.approx(0.5 * 0.75 ** 2)
+    assert ledger.links[1].pure_only                  # stored as what it resolves to
+    head = HeadlineAccountant()
+    head.add(packed)
+    assert head.to_dict() == ledger.links[1].to_dict()
+    with pytest.raises(UnsupportedEventError, match="Unknown"):
+        HeadlineAccountant().add(Unknown())   # never counted as 0
+    with pytest.raises(UnsupportedEventError, match="Unknown"):
+        ZCDPAccountant().compose(Unknown())
 
 
 def test_epsilon_all_reports_the_distribution_for_laplace_only_where_it_applies():
@@ -196,3 +193,16 @@ def test_epsilon_all_reports_the_distribution_for_laplace_only_where_it_applies(
     assert "pld" not in epsilon_all([(GaussianEvent(1.0, 10.0), 100)], 1e-5)
     mixed = epsilon_all([LaplaceEvent(1.0, 10.0), ZCDPEvent(0.01)], 1e-5)
     assert "pld" not in mixed                      # a zCDP event has no distribution
+
+
+def test_the_vectorised_end_of_run_conversion_is_each_accountants_own():
+    accountants = [HeadlineAccountant() for _ in range(5)]
+    accountants[1].add(GaussianEvent(1.0, 2.0), 30)
+    accountants[2].add(GaussianEvent(0.5, 3.0), 7)
+    accountants[3].add(LaplaceEvent(1.0, 10.0), 4)
+    accountants[4].add(GaussianEvent(1.0, 2.0))
+    accountants[4].add(NonPrivateEvent())
+    together = epsilons(accountants, 1e-6)
+    assert together == [acc.epsilon(1e-6) for acc in accountants]
+    assert together[1]["conversion"] == "exact" and together[4]["best"] == math.inf
+    assert epsilons([], 1e-6) == []

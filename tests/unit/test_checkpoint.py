@@ -15,14 +15,15 @@ from mpi_privopt.prelaunch import build_graph, check_run_input, resume_config
 from mpi_privopt.topology import graph_hash
 
 
-def _saved(run_dir, cfg, graph, ranks=4, iteration=10):
-    """A run directory whose latest checkpoint was made with ``cfg`` and ``graph``."""
+def _saved(run_dir, cfg, graph, ranks=4, iteration=10, final=False):
+    """A run directory whose latest checkpoint was made with ``cfg`` and ``graph``
+    (``final``: at the run's end; else by a signal's stop or run.checkpoint_every)."""
     folder = run_dir / checkpoint.CHECKPOINT_DIR
     folder.mkdir(parents=True)
     (run_dir / "config.toml").write_text(cfg.to_toml())
     info = {"format": checkpoint.FORMAT, "iteration": iteration, "ranks": ranks,
             "config": checkpoint.config_fingerprint(cfg), "graph_hash": graph_hash(graph),
-            "noise": "fast", "delta": cfg.privacy.delta}
+            "noise": "fast", "delta": cfg.privacy.delta, "final": final}
     (folder / checkpoint.LATEST).write_text(json.dumps(info))
 
 
@@ -39,9 +40,38 @@ def test_a_resume_may_change_only_the_iteration_count(tmp_path):
         checkpoint.check_resume_input(tmp_path, other, build_graph(other, 4), 4)
     with pytest.raises(ConfigError, match="has 4 agents, this resume started 5 ranks"):
         checkpoint.check_resume_input(tmp_path, longer, graph, 5)
-    with pytest.raises(ConfigError, match="already at iteration 10"):
+    with pytest.raises(ConfigError, match=r"already at iteration 10 \(written when a "
+                                          "signal stopped the run"):
         checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=10"]),
                                       graph, 4)
+    with pytest.raises(ConfigError, match=r"already at iteration 10\n"):
+        checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
+                                      graph, 4)
+
+
+def test_a_final_checkpoint_at_the_same_iterations_only_finishes_the_run(tmp_path):
+    # the run's end (final) at run.iterations = 10: a resume at 10 writes its results
+    cfg = load_config("dgd-ridge", ["run.iterations=10"])
+    graph = build_graph(cfg, 4)
+    _saved(tmp_path, cfg, graph, final=True)
+    assert checkpoint.check_resume_input(tmp_path, cfg, graph, 4)["iteration"] == 10
+    with pytest.raises(ConfigError, match="run.iterations=10 writes the results of the run"):
+        checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
+                                      graph, 4)
+
+
+def test_a_latest_without_the_final_key_is_final_at_the_runs_own_iterations(tmp_path):
+    # written by a version before the key: at config.toml's run.iterations it is the end
+    cfg = load_config("dgd-ridge", ["run.iterations=10"])
+    graph = build_graph(cfg, 4)
+    _saved(tmp_path, cfg, graph)
+    latest = tmp_path / checkpoint.CHECKPOINT_DIR / checkpoint.LATEST
+    info = json.loads(latest.read_text())
+    del info["final"]
+    latest.write_text(json.dumps(info))
+    assert checkpoint.is_final(tmp_path, info)
+    (tmp_path / "config.toml").write_text(load_config("dgd-ridge", ["run.iterations=20"]).to_toml())
+    assert not checkpoint.is_final(tmp_path, info)
 
 
 def test_a_resume_refuses_another_graph_from_the_same_config(tmp_path):

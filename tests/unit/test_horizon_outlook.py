@@ -62,6 +62,16 @@ def test_no_outlook_where_the_noise_does_not_grow(overrides):
     assert not [n for n in outlook(*overrides) if "noise outlook" in n]
 
 
+@pytest.mark.parametrize("method", ["ldp-aggregative", "pdop-aggregative", "tvs-aggregative",
+                                    "aggregative-gt", "aggregative-pat"])
+def test_a_private_method_without_a_calibrated_schedule_has_no_outlook(method):
+    # a finite budget, a longer run (a resume's --set run.iterations), and no schedule to
+    # look at: no outlook, and no horizon asked of a method that has none
+    assert not [n for n in outlook(f"algorithm.name={method}", "privacy.epsilon=50",
+                                   "run.iterations=400", config="ldp-aggregative-quadratic")
+                if "noise outlook" in n]
+
+
 def test_only_a_notable_growth_is_shown():
     ratio0 = worst("default", [], 200)
     small = next(T for T in range(201, 400) if worst("default", [f"run.iterations={T}"], T)

@@ -13,7 +13,7 @@ import pytest
 from mpi4py import MPI
 
 from mpi_privopt.network import Network
-from mpi_privopt.privacy.accountants import GaussianEvent
+from mpi_privopt.privacy.accountants import GaussianEvent, zcdp_rho
 from mpi_privopt.privacy.events import NonPrivateEvent, PublicEvent
 from mpi_privopt.privacy.ledger import Ledger, _IDENTITY_CACHE_SIZE
 from mpi_privopt.privacy.release import NONPRIVATE, PUBLIC, Release
@@ -92,7 +92,7 @@ def test_ledger_total_is_every_release_once():
         ledger.on_release(gaussian, (j,), "s", 0)                # scatter, fresh tuples
     total = ledger.total
     assert total.releases == 6
-    assert total.rho == pytest.approx(6 * GaussianEvent(1.0, 2.0).rho)
+    assert total.rho == pytest.approx(6 * zcdp_rho(GaussianEvent(1.0, 2.0)))
     assert ledger.links[2].releases == 4
     assert ledger.coalition([1, 3]).releases == 5
 

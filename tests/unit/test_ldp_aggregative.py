@@ -12,11 +12,11 @@ from mpi_privopt.algorithms.ldp_aggregative import (LDPAggregativeParams, resolv
                                                     theorem1_failures)
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.privacy.events import LaplaceEvent, PureDPEvent
+from mpi_privopt.privacy.accountants import resolve, zcdp_rho
+from mpi_privopt.privacy.events import LaplaceEvent, PackedLaplaceEvent, PureDPEvent
 from mpi_privopt.privacy.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock,
-                                            PackedLaplaceEvent, SampledBlock, accounting_label,
+                                            SampledBlock, accounting_label,
                                             check_assumption4, fresh_batch)
-from mpi_privopt.privacy.transforms import resolve
 from mpi_privopt.problems.registry import AGGREGATIVE_PROBLEMS
 from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions, build_quadratic
 from mpi_privopt.problems.sampling import sampling_rng
@@ -53,7 +53,9 @@ def test_packed_event_resolves_to_the_pure_sum():
     pure = resolve(event)
     assert isinstance(pure, PureDPEvent) and pure.owner == 3
     assert pure.epsilon == pytest.approx(0.1 + 0.4)
-    assert event.rho == pytest.approx(pure.rho)
+    assert zcdp_rho(event) == pytest.approx(0.5 * 0.5 ** 2)
+    with pytest.raises(ConfigError, match="LaplaceEvent"):
+        PackedLaplaceEvent((PureDPEvent(0.1),))
 
 
 def test_accounting_label_says_nominal():

@@ -87,7 +87,7 @@ def test_a_pure_dp_event_is_booked_as_the_accountant_composes_it():
         pure.compose(event)
     link = ledger.links[1]
     assert link.rho == pytest.approx(zcdp.rho)
-    assert link.pure.epsilon == pytest.approx(pure.epsilon) == pytest.approx(0.6)
+    assert link.pure_epsilon == link.pure.epsilon == pytest.approx(pure.epsilon) == pytest.approx(0.6)
     assert link.epsilon(1e-5)["pure"] == pytest.approx(0.6)
 
 

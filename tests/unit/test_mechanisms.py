@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from mpi_privopt.privacy.accountants import pure_epsilon, zcdp_rho
 from mpi_privopt.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from mpi_privopt.privacy.noise import agent_noise
 from mpi_privopt.privacy.release import PRIVATE
@@ -17,7 +18,7 @@ def test_fast_gaussian_release_is_value_plus_the_agents_stream():
     np.testing.assert_array_equal(release.payload, expected)
     assert release.kind == PRIVATE
     assert release.event.sensitivity == 0.2 and release.event.sigma == 1.5
-    assert release.event.rho == pytest.approx(0.04 / (2 * 2.25))
+    assert zcdp_rho(release.event) == pytest.approx(0.04 / (2 * 2.25))
 
 
 @pytest.mark.parametrize("mechanism", [GaussianMechanism, LaplaceMechanism])
@@ -34,7 +35,7 @@ def test_a_release_into_a_given_buffer_is_the_same_release(mechanism):
 
 def test_laplace_release_books_pure_epsilon():
     release = LaplaceMechanism(agent_noise("fast", 0, 0)).release(np.zeros(4), 1.0, 4.0)
-    assert release.event.epsilon == pytest.approx(0.25)
+    assert pure_epsilon(release.event) == pytest.approx(0.25)
 
 
 def test_secure_release_is_on_the_lattice_and_books_the_rounding():

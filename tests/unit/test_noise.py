@@ -127,6 +127,19 @@ def test_secure_draws_lie_on_the_lattice(secure, law):
     assert len(np.unique(y)) > 1000  # 4096 lattice points per unit: still a fine law
 
 
+def test_secure_source_survives_a_checkpoint(secure):
+    # a run's final state pickles its noise source: the sampler module is not saved but
+    # imported again, and the restored source draws on the same lattice
+    import pickle
+    record = pickle.dumps(secure)
+    assert b"exact_sampling" not in record
+    restored = pickle.loads(record)
+    assert restored.granularity == secure.granularity
+    x = restored.gaussian(1.0, 1000)
+    g = restored.granularity
+    assert np.array_equal(np.round(x / g) * g, x) and len(np.unique(x)) > 900
+
+
 def test_secure_shapes_chunks_and_zero_scale(secure, monkeypatch):
     monkeypatch.setattr(exact_sampling, "_CHUNK", 1000)
     n = 3 * 1000 + 17  # four vectorised chunks, two sizes

@@ -53,7 +53,7 @@ def test_small_matrices_print_their_values_in_the_cells():
     fig = report_figure(_run(K=4))
     bytes_texts = [t.get_text() for t in fig.axes[1].texts]
     eps_texts = [t.get_text() for t in fig.axes[2].texts]
-    assert bytes_texts == ["3.2k"] * 8  # one per directed link of the 4-ring
+    assert bytes_texts == ["3.12 KiB"] * 8  # one per directed link of the 4-ring
     assert eps_texts == ["8.56"] * 8
     big = report_figure(_run(K=CELL_VALUES + 2))
     assert len(big.axes[1].texts) == len(big.axes[2].texts) == 0
@@ -62,7 +62,7 @@ def test_small_matrices_print_their_values_in_the_cells():
 def test_a_flat_matrix_has_no_colour_bar_but_says_its_value():
     fig = report_figure(_run(budget=float("inf")))  # flat bytes, flat epsilon, no budget
     assert _bars(fig) == []
-    assert "every link: 3200" in fig.axes[1].get_title()
+    assert "every link: 3.125 KiB (3200 bytes)" in fig.axes[1].get_title()
     assert "every private link: 8.56" in fig.axes[2].get_title()
 
 
@@ -82,7 +82,35 @@ def test_the_budget_is_marked_on_the_privacy_matrix():
     bar = _bars(fig)[-1]
     lines = [line.get_ydata()[0] for line in bar.lines]
     assert 10.0 in lines  # the budget's line on the privacy colour bar
-    assert any(t.get_text() == "budget" for t in bar.texts)
+    labels = {t.get_text(): t.get_color() for t in bar.get_yticklabels()}
+    assert labels.get("budget 10") == "red"  # a tick label beside the bar, not over the title
+    assert not bar.texts
+
+
+def test_a_flat_privacy_matrix_under_a_budget_says_its_value_rounded_up():
+    run = _run(budget=10.0)
+    run["epsilon"] = np.where(np.isnan(run["epsilon"]), np.nan, 8.5552)
+    fig = report_figure(run)
+    assert "every private link: 8.556, budget 10" in fig.axes[2].get_title()
+    assert {t.get_text() for t in fig.axes[2].texts} == {"8.56"}
+    image = fig.axes[2].images[0]
+    assert image.norm.vmin == 0.0 and image.norm.vmax == 10.0  # the scale starts at 0
+
+
+def test_linear_colour_scales_start_at_zero():
+    run = _run(K=4)
+    run["bytes"] = run["bytes"] * np.arange(1, 5)[:, None]  # 3200 .. 12800: linear
+    run["epsilon"][0, 1] = 2.0
+    fig = report_figure(run)
+    for ax in fig.axes[1:3]:
+        assert type(ax.images[0].norm).__name__ == "Normalize"
+        assert ax.images[0].norm.vmin == 0.0
+    assert _bars(fig)[0].get_ylabel() == "bytes sent on the link"
+
+
+def test_an_error_curve_is_on_a_log_axis_even_within_two_decades():
+    fig = report_figure(_run(curve=np.linspace(5.0, 0.3, 21), column="error"))
+    assert fig.axes[0].get_yscale() == "log"
 
 
 def test_unbounded_links_are_crossed_without_a_meaningless_colour_bar():

@@ -43,9 +43,10 @@ def test_the_png_titles_the_privacy_panel_with_the_runs_headline_measure():
     pytest.importorskip("matplotlib")
     from mpi_privopt.report import report_figure
     pure = report_figure(_run(0.0, best=900.0, pure=1083.8148260893445)).axes[2]
-    # every link has the same loss: the title says it (rounded up), the cells too
+    # every link has the same loss: the title says it (4 digits, as the text report's
+    # "worst 1084"), the cells in 3 digits; both rounded up
     assert pure.get_title() == ("privacy loss per link (pure epsilon at delta 0)\n"
-                                "every private link: 1.09e+03")
+                                "every private link: 1084")
     assert "1.09e+03" in [t.get_text() for t in pure.texts]
     gaussian = report_figure(_run(1e-5, best=8.5552, pure=None)).axes[2].get_title()
     assert gaussian.startswith("privacy loss per link (epsilon at delta 1e-05)")

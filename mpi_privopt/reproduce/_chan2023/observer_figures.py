@@ -6,9 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import display
 from ...privacy.conversions import zcdp_to_eps_tight
 from .. import finish_figure, pyplot
+from .._style import Palette, Style, mark_coincident, panel_legend
+from . import distributed
 from .distributed import DP_DELTA
+from .settings import ITERATIONS
 
 #: an entry counts as amplified when its rho is below local by more than rounding
 AMPLIFIED_BELOW = 1.0 - 1e-9
@@ -34,19 +38,27 @@ def matrix_rows(obs: dict[str, np.ndarray], local: float,
 
 def heatmap(obs: dict[str, np.ndarray], path: Path, rows: list[dict], title: str,
             local_epsilon: float) -> None:
-    """Observer (rows) against owner (columns), epsilon on a log colour scale."""
-    from matplotlib.colors import LogNorm
+    """:func:`draw_heatmap`, saved with its CSV."""
+    finish_figure(draw_heatmap(obs, local_epsilon), path, rows, title)
+
+
+def draw_heatmap(obs: dict[str, np.ndarray], local_epsilon: float):
+    """Observer (rows) against owner (columns), epsilon on a colour scale from its smallest
+    to its largest entry (logarithmic over more than a decade)."""
+    from matplotlib.colors import LogNorm, Normalize
 
     plt = pyplot()
     eps = obs["epsilon"]
     seen = eps[np.isfinite(eps)]
+    low, high = float(seen.min()), float(seen.max())
+    log = high > 10 * low
     fig, ax = plt.subplots(figsize=(7.8, 7.0))
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("lightgrey")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="lightgrey")
     image = ax.imshow(np.ma.masked_invalid(eps), cmap=cmap, origin="upper",
-                      norm=LogNorm(vmin=float(seen.min()), vmax=float(seen.max())))
+                      norm=(LogNorm if log else Normalize)(vmin=low, vmax=high))
     bar = fig.colorbar(image, ax=ax)
-    bar.set_label(f"epsilon at delta = {DP_DELTA:g} (log scale; local: {local_epsilon:.3g})")
+    bar.set_label(f"epsilon at delta = {DP_DELTA:g} ({'log' if log else 'linear'} scale; "
+                  f"local: {display.loss(local_epsilon, 3)})")
     K = eps.shape[0]
     ticks = np.arange(0, K, max(1, K // 12))
     ax.set_xticks(ticks)
@@ -54,7 +66,30 @@ def heatmap(obs: dict[str, np.ndarray], path: Path, rows: list[dict], title: str
     ax.set_xlabel("owner j (whose worst single record)")
     ax.set_ylabel("observer q (agent that saw the token)")
     ax.set_title("grey: nothing observed (the diagonal: own data)", fontsize=8)
-    finish_figure(fig, path, rows, title)
+    return fig
+
+
+def matrix_title(schedule: str, K: int) -> str:
+    """The title of the observer-matrix heatmap of ``schedule`` ("ring" or "sample")."""
+    if schedule == "ring":
+        what = (f"ring schedule, {distributed.RING_PASSES * K} iterations "
+                f"({distributed.RING_PASSES} passes)")
+    else:
+        what = f"sample schedule (the paper's), {ITERATIONS} iterations"
+    p = distributed.experiment()
+    sigma = distributed.sigma_for_epsilon(distributed.MATRIX_EPSILON)
+    return (f"Observer matrix of token-admm, {K} ranks on a ring graph,\n{what};\n"
+            f"r = 0.5, eta = {p.eta:g}, beta = {p.beta:g}, Delta = {distributed.radius():g}, "
+            f"sigma = {sigma:.4g}, {p.bound} bound")
+
+
+def matrix_from_rows(rows: list[dict]) -> dict[str, np.ndarray]:
+    """The ``epsilon`` matrix back from :func:`matrix_rows` (NaN where nothing was seen)."""
+    K = 1 + max(max(r["observer"], r["owner"]) for r in rows)
+    eps = np.full((K, K), np.nan)
+    for r in rows:
+        eps[r["observer"], r["owner"]] = r["epsilon"]
+    return {"epsilon": eps}
 
 
 def matrix_summary(obs: dict[str, np.ndarray], local: float) -> dict:
@@ -115,32 +150,57 @@ def utility_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
-def utility_figure(rows: list[dict], results: list[dict], path: Path, title: str) -> None:
-    """Left: final gap F(x~) - F* against local epsilon; right: the observer entries."""
+#: one style per curve of the utility figure
+UTILITY_PALETTE = Palette({
+    "gap": Style("tab:blue", "o"),
+    "local": Style("black", "x", "--", 1.2),
+    "worst-max": Style("tab:red", "o"),
+    "worst-median": Style("tab:orange", "s", ":"),
+    "smallest": Style("tab:green", "^"),
+})
+
+
+def draw_utility(rows: list[dict]):
+    """Left: final gap F(x~) - F* against local epsilon (mean, bar: min-max over the runs);
+    right: the observer entries beside the local epsilon of one iteration."""
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 4.6))
     eps = np.array([r["local_epsilon"] for r in rows])
-    left.plot([r["epsilon"] for r in results], [r["gap"] for r in results], ".",
-              color="grey", alpha=0.6, label="one run")
-    left.plot(eps, [r["mean_gap"] for r in rows], "o-", label=f"mean of {rows[0]['runs']} runs")
+    mean = np.array([r["mean_gap"] for r in rows])
+    spread = [mean - np.array([r["min_gap"] for r in rows]),
+              np.array([r["max_gap"] for r in rows]) - mean]
+    left.errorbar(eps, mean, yerr=spread, color=UTILITY_PALETTE["gap"].colour, fmt="none",
+                  capsize=3, lw=1.0)
+    UTILITY_PALETTE.plot(left, eps, mean, "gap",
+                         f"final gap: mean of {rows[0]['runs']} runs (bar: min-max)",
+                         markevery=1)
     left.axhline(rows[0]["initial_gap"], color="k", ls=":", lw=1.0,
                  label="gap at x_0 = 3 * 1 (no iteration)")
-    left.set_xscale("log")
-    left.set_yscale("log")
-    left.set_xlabel(f"local epsilon of one iteration (delta = {DP_DELTA:g})")
     left.set_ylabel("final gap F(x~_100) - F*")
-    right.plot(eps, eps, "k--", lw=1.0, label="local (one iteration)")
-    right.plot(eps, [r["worst_entry_epsilon_max"] for r in rows], "o-",
-               label="worst observer entry (max over runs)")
-    right.plot(eps, [r["worst_entry_epsilon_median"] for r in rows], "s:",
-               label="worst observer entry (median over runs)")
-    right.plot(eps, [r["smallest_entry_epsilon_min"] for r in rows], "^-",
-               label="smallest entry (min over runs)")
-    right.set_xscale("log")
-    right.set_yscale("log")
-    right.set_xlabel(f"local epsilon of one iteration (delta = {DP_DELTA:g})")
+    UTILITY_PALETTE.plot(right, eps, eps, "local", "local (one iteration)", markevery=1)
+    for name, column, label in (
+            ("worst-max", "worst_entry_epsilon_max", "worst observer entry (max over runs)"),
+            ("worst-median", "worst_entry_epsilon_median",
+             "worst observer entry (median over runs)"),
+            ("smallest", "smallest_entry_epsilon_min", "smallest entry (min over runs)")):
+        UTILITY_PALETTE.plot(right, eps, [r[column] for r in rows], name, label, markevery=1)
     right.set_ylabel("epsilon of an observer-matrix entry")
     for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"local epsilon of one iteration (delta = {DP_DELTA:g})")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    finish_figure(fig, path, rows, title)
+        mark_coincident(ax)
+        panel_legend(ax)
+    return fig
+
+
+def utility_title(ranks: int) -> str:
+    return (f"Utility against epsilon: token-admm-elastic-net ({ranks} ranks, sample "
+            f"schedule,\n{ITERATIONS} iterations, Delta = {distributed.radius():g}, sigma from "
+            "the target local epsilon)")
+
+
+def utility_figure(rows: list[dict], path: Path, title: str) -> None:
+    """:func:`draw_utility`, saved with its CSV."""
+    finish_figure(draw_utility(rows), path, rows, title)

@@ -1,4 +1,8 @@
-"""Figures (PNG) and the CSV behind each, read from the run directories of the jobs."""
+"""Figures (PNG) and the CSV behind each, read from the run directories of the jobs.
+
+Each figure is drawn from the rows of its CSV (``draw_*``), so that ``reproduce gade2017
+--redraw`` draws the committed figures again without running anything (:func:`redraw`).
+"""
 from __future__ import annotations
 
 import json
@@ -8,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from ...results import read_metrics
-from .. import finish_figure, pyplot, run_dir
+from .. import finish_figure, pyplot, read_csv, run_dir, save_figure
+from .._style import Palette, Style, figure_legend, tidy
 from .data import test_accuracy
-from .jobs import ML_DELTA, ML_SIGMA, Job
+from .jobs import FIG1_LEVELS, ML_DELTA, ML_SIGMA, Job, series_name
 
 LABELS = {
     "dgd": "DGD",
@@ -27,6 +32,20 @@ ML_LABELS = {"dgd": "DGD", "rss-nb": LABELS[f"rss-nb-d{ML_DELTA:g}"],
 METRICS = (("objective_gap", "sum_j f_j(x_k^j) - f*"),
            ("error", "sum_j ||x_k^j - x*||^2"),
            ("consensus_gap", "consensus: mean_j ||x_k^j - x_bar_k||^2"))
+
+
+#: one colour per method in every figure (DGD black, RSS-NB blue, RSS-LB red, FS green); the
+#: line style tells the noise level (solid: the smaller one); a marker per series
+PALETTE = Palette({
+    "dgd": Style("black", "o"),
+    "rss-nb-d10": Style("tab:blue", "s"), "rss-nb-d1000": Style("tab:blue", "D", "--"),
+    "rss-lb-d10": Style("tab:red", "^"), "rss-lb-d1000": Style("tab:red", "v", "--"),
+    "fs-s0.1": Style("tab:green", "P"), "fs-s1": Style("tab:green", "X", "--"),
+    # the Figure 2 stand-in's methods (one noise level each)
+    "rss-nb": Style("tab:blue", "s"), "rss-lb": Style("tab:red", "^"),
+    "fs": Style("tab:green", "P"),
+})
+TOPOLOGY_TITLE = {"ring": "C5 (cycle)", "complete": "K5 (complete)"}
 
 
 def log_grid(iterations: np.ndarray, points: int = 400) -> np.ndarray:
@@ -58,34 +77,56 @@ def seed_bands(out: Path, jobs: list[Job]) -> dict[str, dict[str, np.ndarray]]:
     return bands
 
 
-def convergence_figure(bands: dict, series: list[str], path: Path, title: str) -> None:
-    """Three log-log panels (objective gap, error, consensus) with min-max bands; and CSV."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+def convergence_rows(bands: dict, series: list[str]) -> list[dict]:
+    """The CSV of a convergence figure: per iteration of the log grid, median / min / max of
+    every metric of every series (columns ``series:metric:stat``)."""
     rows: dict[float, dict] = {}
     for name in series:
         band = bands[name]
         keep = log_grid(band["iteration"])
-        it = band["iteration"][keep]
-        for ax, (metric, ylabel) in zip(axes, METRICS):
+        for metric, _ in METRICS:
             median, low, high = (values[keep] for values in band[metric])
-            line, = ax.plot(it, np.maximum(median, 1e-300), label=_label(name))
-            if band["seeds"] > 1:
-                ax.fill_between(it, np.maximum(low, 1e-300), high,
-                                color=line.get_color(), alpha=0.2)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("iteration k")
-            ax.set_ylabel(ylabel)
-            for i, k in enumerate(it):
+            for i, k in enumerate(band["iteration"][keep]):
                 row = rows.setdefault(float(k), {"iteration": int(k)})
                 row[f"{name}:{metric}:median"] = median[i]
                 row[f"{name}:{metric}:min"] = low[i]
                 row[f"{name}:{metric}:max"] = high[i]
-    axes[0].legend(fontsize=8)
+    return [rows[k] for k in sorted(rows)]
+
+
+def convergence_title(title: str, seeds: int) -> str:
+    return f"{title} (median over {seeds} seeds, band: min-max)" if seeds > 1 else title
+
+
+def draw_convergence(rows: list[dict], series: list[str], seeds: int):
+    """Three log-log panels (objective gap, error, consensus) with min-max bands."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    it = np.array([r["iteration"] for r in rows], dtype=float)
+    for ax, (metric, ylabel) in zip(axes, METRICS):
+        for name in series:
+            median, low, high = (np.array([r.get(f"{name}:{metric}:{stat}", np.nan)
+                                           for r in rows], dtype=float)
+                                 for stat in ("median", "min", "max"))
+            have = np.isfinite(median)
+            if seeds > 1:
+                PALETTE.band(ax, it[have], np.maximum(low[have], 1e-300), high[have], name)
+            PALETTE.plot(ax, it[have], np.maximum(median[have], 1e-300), name, _label(name))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("iteration k")
+        ax.set_ylabel(ylabel)
+        tidy(ax)
+    figure_legend(fig)
+    return fig
+
+
+def convergence_figure(bands: dict, series: list[str], path: Path, title: str) -> None:
+    """:func:`draw_convergence` of the seeds' bands; and its CSV."""
+    rows = convergence_rows(bands, series)
     seeds = max(bands[s]["seeds"] for s in series)
-    finish_figure(fig, path, [rows[k] for k in sorted(rows)],
-            f"{title} (median over {seeds} seeds, band: min-max)" if seeds > 1 else title)
+    finish_figure(draw_convergence(rows, series, seeds), path, rows,
+                  convergence_title(title, seeds))
 
 
 def accuracy_rows(out: Path, jobs: list[Job], test_path: Path) -> list[dict]:
@@ -105,34 +146,40 @@ def accuracy_rows(out: Path, jobs: list[Job], test_path: Path) -> list[dict]:
     return rows
 
 
-def accuracy_figure(rows: list[dict], path: Path) -> None:
+ACCURACY_TITLE = "Figure 2 stand-in: logistic regression on breast cancer, 5 agents"
+
+
+def draw_accuracy(rows: list[dict]):
     """Test accuracy (%) vs iterations (= epochs: full local gradients), C5 and K5."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
-    for ax, kind, title in zip(axes, ("ring", "complete"), ("C5 (cycle)", "K5 (complete)")):
+    for ax, kind in zip(axes, ("ring", "complete")):
         mine = [r for r in rows if r["topology"] == kind]
         for method in ("dgd", "rss-nb", "rss-lb", "fs"):
             pts = sorted((r for r in mine if r["method"] == method), key=lambda r: r["iteration"])
             it = [r["iteration"] for r in pts]
-            line, = ax.plot(it, [100 * r["accuracy_mean"] for r in pts], marker="o",
-                            label=ML_LABELS[method])
-            ax.fill_between(it, [100 * r["accuracy_min"] for r in pts],
-                            [100 * r["accuracy_max"] for r in pts], color=line.get_color(),
-                            alpha=0.15)
-        ax.axhline(100 * mine[0]["centralised_optimum_accuracy"], color="k", ls="--",
+            PALETTE.band(ax, it, [100 * r["accuracy_min"] for r in pts],
+                         [100 * r["accuracy_max"] for r in pts], method, alpha=0.12)
+            # every checkpoint is marked (they are few)
+            PALETTE.plot(ax, it, [100 * r["accuracy_mean"] for r in pts], method,
+                         ML_LABELS[method], markevery=None)
+        ax.axhline(100 * mine[0]["centralised_optimum_accuracy"], color="grey", ls=":",
                    label="centralised optimum")
         ax.set_xscale("log")
         ax.set_xlabel("iteration (= epoch: each agent passes over its shard once)")
-        ax.set_title(title)
+        ax.set_title(TOPOLOGY_TITLE[kind])
+        tidy(ax)
     axes[0].set_ylabel("test accuracy (%), mean over agents (band: min-max)")
-    axes[0].legend(fontsize=8)
-    finish_figure(fig, path, rows, "Figure 2 stand-in: logistic regression on breast cancer, 5 agents")
+    figure_legend(fig)
+    return fig
 
 
-def training_figure(out: Path, jobs: list[Job], path: Path) -> None:
+def accuracy_figure(rows: list[dict], path: Path) -> None:
+    finish_figure(draw_accuracy(rows), path, rows, ACCURACY_TITLE)
+
+
+def training_rows(out: Path, jobs: list[Job]) -> list[dict]:
     """Normalised error and consensus gap of the longest run of each (topology, method)."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     longest = {}
     for job in jobs:
         key = (job.meta["topology"], job.meta["method"])
@@ -141,23 +188,75 @@ def training_figure(out: Path, jobs: list[Job], path: Path) -> None:
     rows = []
     for (kind, method), job in sorted(longest.items()):
         m = read_metrics(run_dir(out, job))
-        style = "-" if kind == "ring" else "--"
-        label = f"{ML_LABELS[method]}, {'C5' if kind == 'ring' else 'K5'}"
-        keep = m["iteration"] > 0
-        axes[0].plot(m["iteration"][keep], m["error"][keep], style, label=label)
-        axes[1].plot(m["iteration"][keep], np.maximum(m["consensus_gap"][keep], 1e-300), style,
-                     label=label)
         rows += [{"topology": kind, "method": method, "iteration": int(i), "error": e,
                   "consensus_gap": c}
                  for i, e, c in zip(m["iteration"], m["error"], m["consensus_gap"])]
-    for ax, ylabel in zip(axes, ("sum_j ||w_j - w*||^2 / ||w*||^2", "consensus gap")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+    return rows
+
+
+TRAINING_TITLE = "Figure 2 stand-in: distance to the centralised optimum and consensus"
+
+
+def draw_training(rows: list[dict]):
+    """Error and consensus against iterations, one row of panels per topology (C5 above,
+    K5 below); colour and marker are the method's, as in every figure."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.4), sharex=True)
+    for panel_row, kind in zip(axes, ("ring", "complete")):
+        for method in ("dgd", "rss-nb", "rss-lb", "fs"):
+            mine = [r for r in rows if r["topology"] == kind and r["method"] == method
+                    and r["iteration"] > 0]
+            if not mine:
+                continue
+            it = [r["iteration"] for r in mine]
+            for ax, column in zip(panel_row, ("error", "consensus_gap")):
+                PALETTE.plot(ax, it, np.maximum([r[column] for r in mine], 1e-300), method,
+                             ML_LABELS[method])
+        for ax, ylabel in zip(panel_row, ("sum_j ||w_j - w*||^2 / ||w*||^2", "consensus gap")):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_ylabel(ylabel)
+            ax.set_title(TOPOLOGY_TITLE[kind])
+            tidy(ax)
+    for ax in axes[1]:
         ax.set_xlabel("iteration")
-        ax.set_ylabel(ylabel)
-    axes[0].legend(fontsize=7)
-    finish_figure(fig, path, rows,
-            "Figure 2 stand-in: distance to the centralised optimum and consensus")
+    figure_legend(fig)
+    return fig
+
+
+def training_figure(out: Path, jobs: list[Job], path: Path) -> None:
+    rows = training_rows(out, jobs)
+    finish_figure(draw_training(rows), path, rows, TRAINING_TITLE)
+
+
+#: the convergence figures: file name, series, title (the series' runs: jobs.figure1_jobs)
+CONVERGENCE = (
+    ("fig1", ("dgd", *(series_name(m, n) for m, n in FIG1_LEVELS if m != "fs")),
+     "Figure 1: DGD, RSS-NB and RSS-LB on the 5-cycle"),
+    ("fig1-fs", ("dgd", *(series_name(m, n) for m, n in FIG1_LEVELS if m == "fs")),
+     "FS on the Figure 1 problem (not in the paper)"),
+)
+
+
+def figures_from_csv(folder: Path):
+    """(file name, title, Figure) of every figure, drawn from the CSVs in ``folder`` (and the
+    seed count of its ``summary.json``)."""
+    seeds = json.loads((folder / "summary.json").read_text())["plan"]["seeds"]
+    for name, series, title in CONVERGENCE:
+        yield (f"{name}.png", convergence_title(title, seeds),
+               draw_convergence(read_csv(folder / f"{name}.csv"), list(series), seeds))
+    yield "fig2.png", ACCURACY_TITLE, draw_accuracy(read_csv(folder / "fig2.csv"))
+    yield ("fig2-training.png", TRAINING_TITLE,
+           draw_training(read_csv(folder / "fig2-training.csv")))
+
+
+def redraw(folder: Path) -> list[Path]:
+    """Draw every figure again from the CSVs in ``folder``; returns the PNGs written."""
+    written = []
+    for name, title, fig in figures_from_csv(folder):
+        save_figure(fig, folder / name, title)
+        written.append(folder / name)
+    return written
 
 
 def attack_rows(out: Path, jobs: list[Job]) -> list[dict]:
