@@ -39,7 +39,7 @@ def test_a_run_refused_during_set_up_leaves_no_empty_directory(tmp_path):
 
 @pytest.mark.parametrize("out,message,fix", [
     (lambda tmp: tmp / ("a" * 300), "File name too long", "use a shorter name"),
-    (lambda tmp: "/proc/mpi_privopt-test", "cannot be made", "writable file system"),
+    (lambda tmp: "/proc/mpi_privopt-test", "cannot be made", "--out DIR"),
 ])
 def test_an_out_the_system_refuses_is_one_message(tmp_path, out, message, fix):
     with pytest.raises(ConfigError) as err:
