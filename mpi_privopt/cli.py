@@ -34,7 +34,9 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 def cmd_run(args) -> int:
     from .prelaunch import preload_for_rank_0, resume_config, validate_before_mpi
-    config, out = args.config, args.out
+    # the run parser leaves CONFIG unset (None) so that a resume can tell "default" typed
+    # by the user, which it refuses, from no CONFIG at all
+    config, out = args.config or DEFAULT_EXPERIMENT, args.out
     if args.resume:  # the run's own config and directory (checked before MPI starts)
         config, out = resume_config(args.resume, args.config, args.out, args.overrides)
     validate_before_mpi(config, args.overrides, resume=args.resume)  # bad input: exit 2
@@ -228,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run an experiment (under mpiexec, one rank per agent)")
     _add_config_args(p)
+    p.set_defaults(config=None)
     p.add_argument("--out", default=None, help="run directory (default: runs/NAME-TIME-seedS)")
     p.add_argument("--quiet", action="store_true",
                    help="print only the run directory, no progress or summary")

@@ -218,7 +218,12 @@ def read_source(source: str | None) -> tuple[dict[str, Any], str]:
             raise ConfigError(f"config file {source} {what}",
                               "give the path of a TOML file, or a packaged experiment name "
                               f"({', '.join(packaged_experiments())})")
-        text, description = path.read_text(), str(path)
+        try:
+            text, description = path.read_text(), str(path)
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {source} is not a text file (not TOML)",
+                              "give the path of a TOML file, or a packaged experiment "
+                              "name (python -m mpi_privopt list)") from None
     else:
         names = packaged_experiments()
         if source not in names:
@@ -335,6 +340,12 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         if getattr(run, key) < 1:
             raise ConfigError(f"run.{key} = {getattr(run, key)} must be a positive integer",
                               f"set run.{key} to 1 or more")
+    if run.name and (Path(run.name).name != run.name or run.name in (".", "..")
+                     or len(run.name) > 200):
+        raise ConfigError(f"run.name = {run.name!r} is not a plain name of at most 200 "
+                          "characters (it names a directory under runs/)",
+                          "use letters, digits, '-' and '_' without '/'; to write elsewhere, "
+                          "give --out DIR")
     if run.seed < 0:
         raise ConfigError(f"run.seed = {run.seed} must be an integer >= 0",
                           "set run.seed to a whole number >= 0 (it seeds the data, the "

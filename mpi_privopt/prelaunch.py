@@ -115,11 +115,10 @@ def resume_config(run_dir: str, config: str | None, out: str | None,
     Exits 2 with one message (task 0) when the resume line names a config or ``--out``
     (the run's own are used) or sets anything but ``run.iterations``.
     """
-    from .config import DEFAULT_EXPERIMENT
     from .errors import ConfigError
     from pathlib import Path
     try:
-        if config not in (None, DEFAULT_EXPERIMENT) or out:
+        if config is not None or out:
             raise ConfigError("run --resume continues a run with its own config and "
                               "directory; a CONFIG or --out cannot be given with it",
                               f"mpi_privopt run --resume {run_dir} [--set run.iterations=N]")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import errno
 import os
 import time
 from pathlib import Path
@@ -92,19 +93,10 @@ def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") ->
     rank 0 writes.
     """
     if out:
-        path = Path(out)
-        if path.is_dir() and [p.name for p in path.iterdir()] == [CLAIM_MARKER]:
-            raise _claimed_by_another(out)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise ConfigError(f"--out {out} already exists and is not empty",
-                              "choose a new directory; earlier results are never overwritten")
-        _check_can_make(path, f"--out {out}")
-        path.mkdir(parents=True, exist_ok=True)
         try:
-            os.close(os.open(path / CLAIM_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            raise _claimed_by_another(out) from None
-        return path
+            return _claim_out(out)
+        except OSError as err:  # /proc, /sys, a name too long, a read-only mount, ...
+            raise _cannot_make(f"--out {out}", err) from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     stem = Path(base) / f"{name}-{stamp}-seed{seed}"
     _check_can_make(stem, f"the run directory {stem}")
@@ -116,6 +108,33 @@ def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") ->
         except FileExistsError:
             suffix += 1
             path = stem.with_name(f"{stem.name}-{suffix}")
+        except OSError as err:
+            raise _cannot_make(f"the run directory {path}", err) from None
+
+
+def _cannot_make(what: str, err: OSError) -> ConfigError:
+    too_long = err.errno == errno.ENAMETOOLONG
+    return ConfigError(
+        f"{what} cannot be made: {err.strerror or err}",
+        "use a shorter name (a path component holds at most 255 bytes)" if too_long else
+        "choose a directory on a writable file system (--out DIR)")
+
+
+def _claim_out(out: str) -> Path:
+    """Claim the ``--out`` directory ``out`` (see :func:`choose_run_dir`)."""
+    path = Path(out)
+    if path.is_dir() and [p.name for p in path.iterdir()] == [CLAIM_MARKER]:
+        raise _claimed_by_another(out)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(f"--out {out} already exists and is not empty",
+                          "choose a new directory; earlier results are never overwritten")
+    _check_can_make(path, f"--out {out}")
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path / CLAIM_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise _claimed_by_another(out) from None
+    return path
 
 
 def _claimed_by_another(out: str) -> ConfigError:

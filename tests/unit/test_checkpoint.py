@@ -94,7 +94,8 @@ def test_the_resume_line_sets_nothing_but_the_iteration_count(tmp_path):
     (tmp_path / "config.toml").write_text(load_config("dgd-ridge", []).to_toml())
     assert resume_config(str(tmp_path), None, None, ["run.iterations=50"]) == (
         str(tmp_path / "config.toml"), str(tmp_path))
-    for config, out, sets in (("other.toml", None, []), (None, "elsewhere", []),
+    for config, out, sets in (("other.toml", None, []), ("default", None, []),
+                              (None, "elsewhere", []),
                               (None, None, ["algorithm.step=1", "run.iterations=5"])):
         with pytest.raises(SystemExit) as leaving:
             resume_config(str(tmp_path), config, out, sets)

@@ -99,11 +99,19 @@ def test_unknown_section_and_missing_file(tmp_path):
 def test_a_directory_given_as_config_is_named_as_one(tmp_path):
     with pytest.raises(ConfigError, match="is a directory, not a file"):
         load_config(str(tmp_path))
+    binary = tmp_path / "program"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe")
+    with pytest.raises(ConfigError, match="is not a text file"):
+        load_config(str(binary))
 
 
 @pytest.mark.parametrize("override,message,fix", [
     ("run.iterations='abc'", "run.iterations = 'abc' has the wrong type", "give an integer"),
     ("run.seed=-1", "run.seed = -1 must be an integer >= 0", "set run.seed"),
+    ("run.name='../escape/sub'", "run.name = '../escape/sub' is not a plain name",
+     "give --out DIR"),
+    (f"run.name='{'x' * 300}'", "is not a plain name of at most 200 characters",
+     "give --out DIR"),
 ])
 def test_a_bad_run_value_is_named_in_words(override, message, fix):
     with pytest.raises(ConfigError) as err:

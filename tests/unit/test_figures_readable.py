@@ -146,21 +146,13 @@ def test_report_png_is_readable():
 
 
 def test_gauthier_tuning_figure_is_readable():
-    """The step-matching figure (its runs' curves are not committed): synthetic noise-free
-    curves, one per step of the committed tuning table, each decaying at its own rate."""
-    import csv
+    """The step-matching figure, drawn again from its committed curves and table."""
+    from mpi_privopt.reproduce import read_csv
 
-    with open(DOCS / "gauthier2024" / "tuning.csv", newline="") as handle:
-        table = [{**r, "step": float(r["step"])} for r in csv.DictReader(handle)]
-    curves = []
-    for problem in ("elastic-net", "lad"):
-        for method, step in [("admm", "")] + [("dgd", r["step"]) for r in table
-                                              if r["problem"] == problem]:
-            rate = 0.9 if method == "admm" else 1.0 - step
-            curves += [{"problem": problem, "method": method, "step": step, "iteration": n,
-                        "error": 3.0 * rate ** n} for n in range(0, 201, 2)]
-    found = _problems([("tuning.png", None, gauthier.draw_tuning(curves, table))])
-    assert found == {"tuning.png": []}
+    folder = DOCS / "gauthier2024"
+    figure = gauthier.draw_tuning(read_csv(folder / "tuning_curves.csv"),
+                                  read_csv(folder / "tuning.csv"))
+    assert _problems([("tuning.png", None, figure)]) == {"tuning.png": []}
 
 
 def test_gade_figure1_of_one_seed_is_readable():

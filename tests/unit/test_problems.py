@@ -344,6 +344,11 @@ def test_missing_files(tmp_path):
         load_agent_data(ProblemConfig(data=str(tmp_path / "nope.npz")), 0, 2, 0)
     with pytest.raises(DataError, match="is a directory, not a file"):
         load_agent_data(ProblemConfig(data=str(tmp_path)), 0, 2, 0)
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(bytes(range(256)) * 2)
+    with pytest.raises(DataError, match="not a numpy.savez archive") as err:
+        load_agent_data(ProblemConfig(data=str(garbage)), 0, 2, 0)
+    assert "pickle" not in str(err.value)   # numpy's hint to load it unsafely is not passed on
     np.savez(tmp_path / "a_0.npz", X=np.ones((2, 2)), y=np.ones(2))
     with pytest.raises(DataError, match=r"a_1\.npz.*agent 1"):
         load_agent_data(ProblemConfig(data=str(tmp_path / "a_{agent}.npz")), 1, 2, 0)

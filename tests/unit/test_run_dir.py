@@ -35,3 +35,13 @@ def test_a_run_refused_during_set_up_leaves_no_empty_directory(tmp_path):
     (kept / "metrics.csv").write_text("iteration\n")
     release_run_dir(kept)
     assert (kept / "metrics.csv").is_file()
+
+
+@pytest.mark.parametrize("out,message,fix", [
+    (lambda tmp: tmp / ("a" * 300), "File name too long", "use a shorter name"),
+    (lambda tmp: "/proc/mpi_privopt-test", "cannot be made", "--out DIR"),
+])
+def test_an_out_the_system_refuses_is_one_message(tmp_path, out, message, fix):
+    with pytest.raises(ConfigError) as err:
+        choose_run_dir(str(out(tmp_path)), "x", 0)
+    assert message in str(err.value) and fix in err.value.fix

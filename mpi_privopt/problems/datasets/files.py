@@ -105,7 +105,9 @@ def _read_npz(path: str) -> Table:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DataError(
-            f"{path}: cannot be read as a .npz archive ({exc})",
+            # numpy's own message for a non-archive is a hint to unpickle it: not shown
+            f"{path}: cannot be read as a .npz archive (not a numpy.savez archive of arrays)"
+            if "pickle" in str(exc) else f"{path}: cannot be read as a .npz archive ({exc})",
             "write it with numpy.savez(path, X=X, y=y, agent=agent)",
         ) from None
     missing = [k for k in ("X", "y") if k not in arrays]
