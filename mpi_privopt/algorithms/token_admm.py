@@ -1,4 +1,5 @@
-r"""Noisy gradient ADMM as a token walking the graph (Chan, Xie & Zhao 2023, notes 6.2).
+r"""Noisy gradient ADMM as a token walking the graph (Chan, Xie & Zhao 2023;
+docs/methods/chan2023.md, "Token-passing realisation").
 
 The state ``(xt, lam)`` is a token. One iteration is done by the holder, with one of its
 records i (:mod:`~mpi_privopt.algorithms.gradient_admm`, the paper's Algorithm 1 with
@@ -26,7 +27,8 @@ after it; the message to q carries, for each such iteration's record j (of anoth
 the event ``AmplifiedGaussianEvent(GaussianEvent(eta Delta, sigma, owner, record), k)``,
 which :mod:`~mpi_privopt.privacy.amplification` resolves to ``min(local, amplified)``
 zCDP. Delta is the replace-one radius: ``2 clip`` with clipping, else the declared bounded
-domain's ``2 max ||grad f||`` (notes A3; a declaration, not enforced). With sigma = 0 or an
+domain's ``2 max ||grad f||`` (a declaration, not enforced;
+docs/methods/chan2023.md, "Sensitivity"). With sigma = 0 or an
 unbounded Delta every such event is non-private (unbounded, never zero).
 """
 from __future__ import annotations
@@ -111,7 +113,8 @@ def replace_one_radius(params: TokenADMMParams, loss) -> float:
 
     ``2 clip`` with clipping; else, on the declared domain ``||x|| <= domain`` with
     ``||a|| <= feature_bound`` and ``|b| <= label_bound``, twice the largest gradient norm
-    (squared: ``2 * 2 (r X + B) r``, notes A3); ``inf`` when neither is declared.
+    (squared: ``2 * 2 (r X + B) r``, docs/methods/chan2023.md, "Sensitivity"); ``inf`` when
+    neither is declared.
     """
     radius = 2.0 * params.clip
     bounds = (params.domain, params.feature_bound, params.label_bound)

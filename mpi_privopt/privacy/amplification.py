@@ -5,18 +5,19 @@ A record used in one noisy iteration of the token method, seen by an observer on
 ``rho_local = eta^2 Delta^2 / (2 sigma^2)`` of the iteration itself. The release is
 booked as an :class:`~mpi_privopt.privacy.events.AmplifiedGaussianEvent` (the record's own
 Gaussian event and ``k``); the accountants count it as the zCDP it is worth,
-``base zCDP x`` :func:`amplification_ratio`, i.e. ``min(rho_local, rho_amplified(k))`` (notes section 3.9; T = floor(k/2), A2).
+``base zCDP x`` :func:`amplification_ratio`, i.e. ``min(rho_local, rho_amplified(k))`` (T = floor(k/2);
+docs/methods/chan2023.md, "From iterations to operators").
 
 The bounds (all zCDP, i.e. Dz; ``T = floor(k/2)`` two-iteration Markov operators)::
 
-    convex (Cor. 6.2, needs eta <= 1/nu, A14):
+    convex (Cor. 6.2, needs eta <= 1/nu):
         rho_amp = C / T * rho_local,             C = max(2, 3/(beta eta)) (1 + beta eta ||A||^2)
     strongly convex (Cor. 7.3, Assumption 7.1, eta in (23)):
         R = 2/(eta (nu+mu)) - 2 eta nu mu/(nu+mu)     P = 2 - 2/(eta (nu+mu))
         S = eta/beta                                   Q = eta/beta + (eta/4)(2/(nu+mu) - eta)
         Lfrak = max(R/P, S/Q),   M = max(2/R, 3/(eta beta)),   C = M (R + eta beta ||A||^2)
         "paper":        rho_amp = C Lfrak^(2T-1) / T * rho_local     (as printed)
-        "conservative": rho_amp = C Lfrak^T / T * rho_local          (L = Lfrak in Thm 5.2, A1)
+        "conservative": rho_amp = C Lfrak^T / T * rho_local          (L = Lfrak in Thm 5.2)
         "precise":      rho_amp = M Lfrak (R + eta beta ||A||^2) gamma_T(Lfrak) * rho_local
         "precise-paper": the same with gamma_T(Lfrak^2)
     gamma_T(L) = T L^(T-1) phi_T(L)^2,  phi_T(L) = (L^-1/2 - L^1/2) / (L^-T/2 - L^T/2)  (Thm 5.2)
@@ -25,7 +26,8 @@ and always ``min(rho_local, .)`` (post-processing); ``k < 2`` gives ``rho_local`
 
 When the requested bound's premises fail, the bound that does apply is booked (the other
 regime's bound, else local) and :func:`bound_applies` says why, once, for the caller to
-print; nothing here warns per event. Reuse of a record composes (A12): each use is its own
+print; nothing here warns per event. Reuse of a record composes
+(docs/methods/chan2023.md, "Reuse of records"): each use is its own
 event and the ledger adds them.
 
 The Section 8 all-user bound (hidden random permutation) is :func:`all_user_rdp`; it covers
@@ -69,7 +71,8 @@ __all__ = [
 
 #: the bounds an :class:`AmplificationConstants` may request
 BOUNDS = ("convex", "strongly-convex", "local")
-#: the strongly convex exponents: printed, re-derived (A1), and the phi_T forms of both
+#: the strongly convex exponents: printed, re-derived
+#: (docs/methods/chan2023.md, "The strongly convex exponent"), and the phi_T forms of both
 EXPONENTS = ("paper", "conservative", "precise", "precise-paper")
 
 
@@ -103,7 +106,7 @@ class AmplificationConstants:
     bound : {"convex", "strongly-convex", "local"}
         Which amplified bound is requested.
     exponent : {"paper", "conservative", "precise", "precise-paper"}
-        Strongly convex case only: Lfrak^(2T-1) as printed, Lfrak^T (A1), or the phi_T form
+        Strongly convex case only: Lfrak^(2T-1) as printed, Lfrak^T (re-derived), or the phi_T form
         of Theorem 5.2 with L = Lfrak ("precise", consistent with Lemma 7.8) or with the
         paper's L = Lfrak^2 ("precise-paper"). Only "conservative" and "precise" are
         guarantees; the paper's exponent is for reproducing its statements.
@@ -166,14 +169,14 @@ def eta_interval(nu: float, mu: float, mu_g: float, beta: float,
 
 
 def midpoint_eta(nu: float, mu: float, mu_g: float, beta: float, norm_AtB: float = 1.0) -> float:
-    """The midpoint of interval (23): the step size of the paper's experiments (notes 4.3)."""
+    """The midpoint of interval (23): the step size of the paper's experiments."""
     lo, hi = eta_interval(nu, mu, mu_g, beta, norm_AtB)
     return 0.5 * (lo + hi)
 
 
 @dataclass(frozen=True)
 class StronglyConvexTerms:
-    """The quantities of Section 7 for one step size (notes 3.6)."""
+    """The quantities of Section 7 for one step size."""
 
     R: float
     P: float
@@ -224,7 +227,7 @@ def strongly_convex_terms(eta: float, beta: float, nu: float, mu: float, mu_g: f
 
 def contraction_factor(eta: float, beta: float, nu: float, mu: float, mu_g: float,
                        norm_A: float = 1.0, norm_AtB: float = 1.0) -> float:
-    """Lfrak = max(R/P, S/Q) of Lemma 7.6 (notes 3.6); refuses eta outside (23).
+    """Lfrak = max(R/P, S/Q) of Lemma 7.6; refuses eta outside (23).
 
     ``norm_A`` does not enter Lfrak (only C); it is accepted so calls mirror
     :class:`AmplificationConstants`.
@@ -260,7 +263,7 @@ def gamma(T: int | np.ndarray, L: float) -> np.ndarray | float:
 def _convex_applies(c: AmplificationConstants) -> tuple[bool, str]:
     if c.eta > 1.0 / c.nu:
         return False, (f"the convex bound needs f 1/eta-smooth, eta <= 1/nu = {1.0 / c.nu:.6g} "
-                       f"(Theorem 6.1, A14), here eta = {c.eta:g}")
+                       f"(Theorem 6.1), here eta = {c.eta:g}")
     return True, ""
 
 
@@ -350,7 +353,7 @@ def _ratio(ks, c: AmplificationConstants, bound: str, exponent: str) -> np.ndarr
 def amplification_ratio(k: int, constants: AmplificationConstants) -> float:
     """``min(1, rho_amplified(k) / rho_local)`` for the bound that applies (:func:`booked_bound`).
 
-    Independent of Delta and sigma (notes 3.9: the normalised curve).
+    Independent of Delta and sigma (the normalised curve).
     """
     return float(_ratio(k, constants, booked_bound(constants), constants.exponent))
 
@@ -391,7 +394,8 @@ def amplification_curve(constants: AmplificationConstants, delta: float, sigma: 
     Each variant is computed as itself (no fall-back to another bound, unlike booking): a
     variant whose premises the constants do not meet (convex with eta > 1/nu, strongly
     convex with eta outside (23) or mu, mu_g = 0) is all NaN, and its reason is in
-    ``reasons``. On the paper's own instance f is not strongly convex (notes A4), so its
+    ``reasons``. On the paper's own instance f is not strongly convex
+    (docs/methods/chan2023.md, "Strong convexity in the experiments"), so its
     strongly convex curves are nominal: label them so.
 
     Parameters
@@ -433,7 +437,7 @@ def amplification_curve(constants: AmplificationConstants, delta: float, sigma: 
 def all_user_rdp(n_users: int, constants: AmplificationConstants, delta: float, sigma: float,
                  orders: Sequence[float] | np.ndarray) -> np.ndarray:
     """RDP of the final token for any one user when N users are processed in a uniformly random
-    permutation that stays hidden (Section 8, Lemma 8.2, notes 3.7 and A11).
+    permutation that stays hidden (Section 8, Lemma 8.2; docs/methods/chan2023.md, "All users").
 
     **Covers none of the public schedules** (ring, walk, sample): there the order is public
     and each record's cost is its own position's, booked per observer. This is a

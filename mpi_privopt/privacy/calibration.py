@@ -1,6 +1,7 @@
 """Noise calibration: from a total (epsilon, delta) budget to per-round Gaussian noise.
 
-zCDP-NFL (notes ``zcdp_nfl.md`` sec. 3.4): round n is ``phi^(n)``-zCDP with the geometric
+zCDP-NFL (Corollary and App. C; docs/methods/gauthier2024.md, "Privacy"): round n is
+``phi^(n)``-zCDP with the geometric
 schedule ``phi^(n) = phi^(1) tau^-(n-1)``, ``n = 1..T``; zCDP adds up to
 ``Phi = phi^(1) (1 - tau^T) / (tau^(T-1) (1 - tau))``; a Gaussian with l2 sensitivity Delta_n
 and noise ``sigma_n = Delta_n sqrt(1 / (2 phi^(n)))`` spends exactly ``phi^(n)``.
@@ -17,7 +18,8 @@ The total Phi meeting (epsilon, delta) depends on the conversion:
 
 At equal (epsilon, delta): ``Phi_standard < Phi_tight < Phi_exact``, i.e. less noise.
 
-The (epsilon, delta)-DP-NFL baseline (notes sec. 2.4 item 1) uses the classical Gaussian
+The (epsilon, delta)-DP-NFL baseline (docs/methods/gauthier2024.md, "(epsilon, delta)DP-NFL")
+uses the classical Gaussian
 mechanism per round with basic composition instead; see :func:`basic_composition_schedule`.
 
 All multipliers returned here are ``sigma_n / Delta_n``. The algorithms take their noise as

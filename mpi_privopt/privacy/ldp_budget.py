@@ -15,10 +15,12 @@ the agent's loss after releases 0..T is eq. (21)::
 finite as T -> inf exactly when every p_v > 1 (Assumption 4: vs_x < v_x - v_z,
 vs_y < v_y, vs_z < v_z). Its limit is reported two ways: the exact series
 ``sqrt(2) C_v / sig_v * (zeta(p_v) - 1)`` (Hurwitz zeta) and the paper's bound (155),
-``sqrt(2) C_v / (sig_v (p_v - 1))`` (with sig_y, sig_z in their own terms, notes 7 item 3).
+``sqrt(2) C_v / (sig_v (p_v - 1))`` (with sig_y, sig_z in their own terms;
+docs/methods/chen2025.md, "Sensitivity and budget").
 
 The constants C_v need Lipschitz constants the paper does not report; with C = 1 the
-accounting is the *nominal* one of notes 3.7, stated as such wherever it is reported.
+accounting is the *nominal* one of
+docs/methods/chen2025.md, "Nominal accounting", stated as such wherever it is reported.
 
 A packed message is one :class:`~mpi_privopt.privacy.events.PackedLaplaceEvent` (its three
 Laplace events), booked once per sender whatever the number of neighbours (all see the same
@@ -45,7 +47,7 @@ BLOCKS = ("y", "z", "x")
 #: the label of the nominal accounting (every C_v = 1). The privacy audit measured one
 #: changed sample moving a message of aggregative-quadratic by up to 9x these constants
 #: (docs/privacy-audit.md), so the label says the figure is not a guarantee.
-NOMINAL = ("nominal (notes 3.7: every sensitivity constant C = 1; not a guarantee unless "
+NOMINAL = ("nominal (docs/methods/chen2025.md: every sensitivity constant C = 1; not a guarantee unless "
            "one changed sample moves each block by at most C: the privacy audit measured "
            "up to 9x on aggregative-quadratic, docs/privacy-audit.md; set "
            "algorithm.sensitivity_* from a bound on your samples)")
@@ -149,7 +151,8 @@ class BlockBudget:
 @dataclass(frozen=True)
 class GeometricBlock:
     """One block of PDOP in Algorithm 1's framework (Huang, Mitra & Vaidya 2015, [26];
-    notes 2.8 B3 and 3.7): sensitivity ``C lam0 q_lam^t`` (0 at t = 0), Laplace scale
+    docs/methods/chen2025.md, "Nominal accounting"): sensitivity ``C lam0 q_lam^t`` (0 at t =
+    0), Laplace scale
     ``sigma0 q_sig^t / sqrt(2)``, so release t costs ``sqrt(2) C lam0 / sigma0 (q_lam/q_sig)^t``."""
 
     constant: float
@@ -188,7 +191,8 @@ def fresh_batch(t: int, exponent: float) -> int:
 
 @dataclass(frozen=True)
 class SampledBlock:
-    """One block of [51] (Wang & Zhang 2024) in Algorithm 1's framework (notes 2.8 B4, 3.7):
+    """One block of [51] (Wang & Zhang 2024) in Algorithm 1's framework
+    (docs/methods/chen2025.md, "Nominal accounting"):
     sensitivity ``C lam0 (t+1)^-v / gamma_t`` with ``gamma_t = ceil((t+1)^kappa)`` fresh
     samples (0 at t = 0), Laplace scale ``sigma (t+1)^growth / sqrt(2)`` (a growing noise)."""
 

@@ -3,7 +3,8 @@
 ``python -m mpi_privopt reproduce chan2023 [--runs 100] [--out DIR] [--seed 0] [--distributed]``
 
 Single process, numpy only, seconds: the paper's experiments are one sequential chain of noisy
-gradient ADMM iterations on one data set, repeated ``--runs`` times (notes section 4). It is
+gradient ADMM iterations on one data set, repeated ``--runs`` times 
+(docs/methods/chan2023.md, "Run protocol"). It is
 run in two modes (:mod:`._chan2023.replay`):
 
 * ``replay``: the authors' notebook as it really runs (shared default_rng(0), the code's

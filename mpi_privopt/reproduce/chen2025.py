@@ -13,7 +13,8 @@ personalised task with softmax regression in numpy on the offline stand-in data 
   Algorithm 1, its noise-off ablation and the baselines [36], [6], PDOP [26] and [51],
   mean +- std over the runs;
 * ``panel_b.png``: cumulative pure epsilon of agent 1 per method, nominal accounting
-  (every sensitivity constant 1, notes 3.7), checked against each run's ledger;
+  (every sensitivity constant 1, docs/methods/chen2025.md, "Nominal accounting"), checked
+  against each run's ledger;
 * ``panel_c.png``: Algorithm 1 over Corollary 1's delta sweep;
 * ``panel_d.png``: Algorithm 1 over the lambda_pen sweep (objective, local and pooled CE);
 * ``diagnostics.png``: consensus error, aggregate-tracking error and |ztilde| of Algorithm 1;

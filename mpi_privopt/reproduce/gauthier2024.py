@@ -16,7 +16,8 @@ What it runs (every run is a real ``mpiexec -n K`` job of the package, one rank 
      zcdp-grad-nfl;
    * LAD: zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl;
    * ridge: zcdp-nfl, p-admm, and at the learning-curve budgets zcdp-nfl with a constant
-     step (the notes' ablation "option B" of P-ADMM);
+     step (the ablation "option B" of P-ADMM,
+     docs/methods/gauthier2024.md, "P-ADMM");
 
    plus the non-private versions (noiseless switch) once per run seed. All methods of a
    panel share (epsilon, delta, T, tau) and c1 = ``problem.clip``.

@@ -1,5 +1,5 @@
 """Beyond the paper, under mpiexec: the observer matrices of the token method and utility
-against epsilon at noise levels that give real privacy (issue 13, part 6).
+against epsilon at noise levels that give real privacy.
 
 Every run is a real ``mpiexec`` job of the packaged experiment ``token-admm-elastic-net``
 (the paper's instance: r = 0.5, beta = 0.9, eta = 1.753086, clip 4 so Delta = 8, the convex

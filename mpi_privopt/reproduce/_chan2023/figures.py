@@ -208,10 +208,11 @@ def privacy_rows(settings: list[Setting], clip: float) -> list[dict]:
     return rows
 
 
-#: how the privacy curve labels each variant; strongly convex ones are nominal here (A4)
+#: how the privacy curve labels each variant; strongly convex ones are nominal here
+#: (docs/methods/chan2023.md, "Strong convexity in the experiments")
 CURVE_LABELS = {"convex": "convex, C/T (Cor. 6.2)",
                 "strongly-convex-paper": "strongly convex, paper's Lfrak^(2T-1) (nominal)",
-                "strongly-convex-conservative": "strongly convex, Lfrak^T (A1; nominal)",
+                "strongly-convex-conservative": "strongly convex, Lfrak^T (re-derived; nominal)",
                 "strongly-convex-precise": "strongly convex, phi_T form, L = Lfrak (nominal)",
                 "strongly-convex-precise-paper": "strongly convex, phi_T form, L = Lfrak^2 "
                                                  "(nominal)"}

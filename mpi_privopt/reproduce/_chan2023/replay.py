@@ -1,22 +1,25 @@
 r"""Single-process noisy gradient ADMM on the paper's instance, in two modes.
 
-One chain is the loop of notes 2.3 with the kernel of
+One chain is the noisy loop (docs/methods/chan2023.md, "Noise placement") with the kernel of
 :mod:`mpi_privopt.algorithms.gradient_admm` (A = I, B = -I, y -> lambda -> x): per iteration
 one record index ``i`` drawn uniformly with replacement, then ``x~ = x + sigma N(0, I)``.
 
-``mode = "replay"`` is the authors' notebook as it really runs (notes 4.4-4.7), so that Table 1
+``mode = "replay"`` is the authors' notebook as it really runs (docs/methods/chan2023.md, "Run
+protocol"), so that Table 1
 comes out exactly:
 
 * one ``numpy.random.default_rng(0)`` per study (the notebook's ``admm_L`` and ``admm_sigma``
   objects), drawing per iteration ``integers(1000)`` and then ``normal(size=64)``, the
   normal even when sigma = 0; the stream continues across runs and cases;
-* the gap's reference is the notebook's "opt" (A5): the minimum score of one noiseless run
+* the gap's reference is the notebook's "opt" (docs/methods/chan2023.md, "What is measured"):
+the minimum score of one noiseless run
   made first with the same generator, with eta = 0.1 for Fig. 1(a) and the midpoint eta for
   Fig. 1(b);
-* the fourth Table 1 case runs with sigma = 0 and sigma = 0.7 with eta = 5 (A6);
+* the fourth Table 1 case runs with sigma = 0 and sigma = 0.7 with eta = 5;
 * the score is the elastic-net objective at the noisy iterate, ``F(x~_t)``, t = 0..100.
 
-``mode = "corrected"`` fixes what the notes flag: the reference is the true optimum F* (the
+``mode = "corrected"`` fixes what docs/methods/chan2023.md flags: the reference is the true
+optimum F* (the
 package's certified reference solver), every Table 1 case uses sigma = 0.01 and every sigma the
 midpoint eta, each case has its own recorded generator ``default_rng(SeedSequence(seed,
 spawn_key=(study, case)))``; besides ``F(x~_t)`` it logs the paper's ``f(x~_t) + g(y_t)``
@@ -74,7 +77,7 @@ class Instance:
         return self.problem.data_value(x) + PENALTY.value(x)
 
     def split_objective(self, x: np.ndarray, y: np.ndarray) -> float:
-        """f(x) + g(y): the paper's measure (notes 4.5)."""
+        """f(x) + g(y): the paper's measure."""
         return self.problem.data_value(x) + PENALTY.value(y)
 
     def optimum(self) -> float:

@@ -1,4 +1,4 @@
-"""The paper's statistical tests (notes 4.6, 4.7), with scipy.stats as the notebook uses it.
+"""The paper's statistical tests (Tables 1 and 2), with scipy.stats as the notebook uses it.
 
 Both compare two samples of per-run scores: Levene's test for equal variances first; if its
 p-value exceeds a threshold, the pooled two-sample t-test, else Welch's; the t-test's p-value

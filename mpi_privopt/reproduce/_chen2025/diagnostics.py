@@ -1,4 +1,5 @@
-"""Tracker diagnostics of Algorithm 1 runs (notes 6.3): consensus error, aggregate-tracking
+"""Tracker diagnostics of Algorithm 1 runs (docs/methods/chen2025.md, "Diagnostics"):
+consensus error, aggregate-tracking
 error and the size of ztilde.
 
 Inside the run, every agent keeps, every ``every`` iterations, what it already holds: its
@@ -52,7 +53,7 @@ class TrackerLog:
 def tracker_diagnostics(run_dir: str | Path, n_agents: int) -> list[dict]:
     """Per recorded iteration n (t = n - 1): ``consensus_error`` sum_i ||**x**_i - xbar||^2,
     ``tracking_error`` (1/m) sum_i |ytilde_i - G^t(x^t)| with G^t = (1/m) sum_j g_j^t(x_j^t),
-    and ``ztilde_size`` (1/m) sum_i |ztilde_i| (its target is 0 in this task, notes 5.1)."""
+    and ``ztilde_size`` (1/m) sum_i |ztilde_i| (its target is 0 in this task)."""
     files = [np.load(Path(run_dir) / FILE.format(k)) for k in range(n_agents)]
     stack = np.stack([f["stack"] for f in files])         # agent, row, n
     ytilde = np.stack([f["ytilde"] for f in files])       # agent, row, r

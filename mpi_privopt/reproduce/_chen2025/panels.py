@@ -7,7 +7,7 @@
   its releases' ``Delta^t / b^t`` (the per-release terms of eq. (21), PDOP's and [51]'s
   series and Lemma 1 for [36]/[6]), from the same budget objects the methods book with
   (:mod:`mpi_privopt.privacy.ldp_budget`), under the run's stated sensitivity constants
-  (1: the nominal accounting of notes 3.7).
+  (1: docs/methods/chen2025.md, "Nominal accounting").
 """
 from __future__ import annotations
 

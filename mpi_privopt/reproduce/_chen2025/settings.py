@@ -3,18 +3,19 @@
 Every run is the personalised-learning task (eq. 22) with softmax regression in numpy, one
 sample per agent per iteration, on the paper's 5-ring with constant weights w_ij = 0.3,
 evaluated (``run.evaluate = "reference"``) every ``eval_every`` iterations. Per data set
-(notes 5.3, 5.4 and 7 item 17):
+(docs/methods/chen2025.md, "Experimental setup"):
 
 * ``digits`` (stand-in for MNIST): lambda_pen = 0.5, every sigma constant 0.01;
 * ``colour-digits`` (stand-in for CIFAR-10): lambda_pen = 0.1, Algorithm 1's sigma 0.001
   and every baseline's sigma divided by 10.
 
-Step scale (notes 7 item 19, docs/datasets.md): the paper's lam_x^0 = 1 diverges with this
+Step scale (docs/methods/chen2025.md, "Step-size scale"; docs/datasets.md): the paper's
+lam_x^0 = 1 diverges with this
 model, so Algorithm 1 uses lam_x^0 = :data:`STEP` of the data set (0.2 on digits, which
 decreases steadily; 0.1 on colour digits, where 0.2 overshoots centrally). The
 tracking baselines [36] and [6] take the same factor on their x-steps (alpha0, alpha) so
 that the comparison is one of structure, not of step size; PDOP and [51] keep their
-schedules of notes 2.8 (lam^0 = 0.1 and 0.05 already).
+schedules (lam^0 = 0.1 and 0.05 already).
 """
 from __future__ import annotations
 
@@ -25,15 +26,15 @@ from typing import ClassVar
 LAMBDA_PEN = {"digits": 0.5, "colour-digits": 0.1}
 #: Algorithm 1's sigma constants (std at t = 0, every block and agent)
 SIGMA = {"digits": 0.01, "colour-digits": 0.001}
-#: the baselines' noise factor (notes 7 item 17: the std divided by 10 on colour digits)
+#: the baselines' noise factor (the std divided by 10 on colour digits)
 BASELINE_NOISE = {"digits": 1.0, "colour-digits": 0.1}
 #: lam_x^0 of Algorithm 1 (and the x-step factor of [36] and [6]); see the module docstring
 STEP = {"digits": 0.2, "colour-digits": 0.1}
-#: Corollary 1 sweep (notes 7 item 14; 0.08 > 1/14 is "slightly outside")
+#: Corollary 1 sweep (0.08 > 1/14 is "slightly outside"; docs/methods/chen2025.md)
 DELTAS = (0.005, 0.01, 0.03, 0.05, 0.08)
-#: lambda_pen sweep per data set (notes 7 item 14)
+#: lambda_pen sweep per data set (docs/methods/chen2025.md, "Sweep values")
 LAMBDA_PENS = {"digits": (0.0, 0.1, 0.5, 2.0, 10.0), "colour-digits": (0.0, 0.02, 0.1, 0.5, 2.0)}
-#: the defaults of the command (issue 12 part 6)
+#: the defaults of the command 
 RUNS, ITERATIONS, EVAL_EVERY = 5, 1000, 20
 #: ``--quick``: one seed of every curve over a short horizon (a few tens of seconds); long
 #: enough for the largest lambda_pen to diverge (at t = 9-11 on digits)
@@ -71,10 +72,10 @@ def algorithm_section(method: str, dataset: str) -> dict:
     if method == "pat6":   # alpha = 1, delta = 0.5 in the paper; alpha scaled likewise
         return {"name": "aggregative-pat", "preset": "chen2025", "alpha": step,
                 "delta_step": 0.5, "sigma_y": 0.01 * f, "sigma_z": 0.01 * f, **_ring()}
-    if method == "pdop26":  # notes 2.8 B3's sigma (0.07, 0.008, 0.008)
+    if method == "pdop26":  # PDOP's sigma (0.07, 0.008, 0.008)
         return {"name": "pdop-aggregative", "sigma_x": 0.07 * f, "sigma_y": 0.008 * f,
                 "sigma_z": 0.008 * f, **_ring()}
-    if method == "tvs51":   # notes 2.8 B4's sigma (0.1, 0.01, 0.01)
+    if method == "tvs51":   # [51]'s sigma (0.1, 0.01, 0.01)
         return {"name": "tvs-aggregative", "sigma_x": 0.1 * f, "sigma_y": 0.01 * f,
                 "sigma_z": 0.01 * f, **_ring()}
     raise KeyError(method)

@@ -18,7 +18,7 @@ from .. import run_engine
 AGENTS = 5
 BATCH_JOBS = 60
 PROGRESS = "  {runs} runs in {seconds:.0f} s ({launched}/{todo} to do)"
-#: Figure 1 noise levels (the paper: "two different values"; notes A3)
+#: Figure 1 noise levels (the paper: "two different values"; docs/methods/gade2017.md)
 FIG1_DELTAS = (10.0, 1000.0)
 #: FS share scales on the Figure 1 problem (not in the paper)
 FIG1_SIGMAS = (0.1, 1.0)
