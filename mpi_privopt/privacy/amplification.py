@@ -341,7 +341,9 @@ def _ratio(ks, c: AmplificationConstants, bound: str, exponent: str) -> np.ndarr
     if np.any(k < 0):
         raise ConfigError(f"iterations after the record's use {ks!r} must be >= 0",
                           "count noisy iterations, e.g. k = 0, 1, 2, ...")
-    T = np.floor_divide(k.astype(np.int64), 2)  # A2: pairs of iterations are the Markov operators
+    # the theorems' T counts pairs of iterations, each pair one Markov operator
+    # (docs/methods/chan2023.md, "From iterations to operators")
+    T = np.floor_divide(k.astype(np.int64), 2)
     out = np.ones(T.shape)
     if bound != "local":
         some = T >= 1

@@ -51,7 +51,8 @@ TABLE2_LEVENE = 0.05
 #: Fig. 1(a) shows t = 0 .. FIG1A_POINTS - 1
 FIG1A_POINTS = 30
 
-#: the per-record gradient clip the issue declares for the privacy statement: Delta = 2 clip
+#: the per-record gradient clip declared for the privacy statement, Delta = 2 clip
+#: (docs/reproductions/chan2023.md: declared, not applied in the experiments)
 CLIP = 4.0
 
 
