@@ -240,6 +240,16 @@ def finish_figure(fig, path: Path, rows: list[dict], title: str | None = None) -
     write_csv(path.with_suffix(".csv"), rows)
 
 
+def save_figures(figures, folder: Path) -> list[Path]:
+    """Save each ``(file name, title, Figure)`` of ``figures`` in ``folder`` with
+    :func:`save_figure`; returns the PNGs written."""
+    written = []
+    for name, title, fig in figures:
+        save_figure(fig, folder / name, title)
+        written.append(folder / name)
+    return written
+
+
 def redraw(folder: Path, draw, name: str) -> int:
     """``reproduce NAME --redraw``: ``draw(folder)`` draws every figure again from the CSVs
     a finished reproduction left in ``folder`` (no runs); one message if one is missing."""

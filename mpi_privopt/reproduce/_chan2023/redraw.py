@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import read_csv, save_figure
+from .. import read_csv, save_figures
 from . import figures, observer_figures
 
 
@@ -41,8 +41,4 @@ def figures_from_csv(folder: Path):
 
 def redraw(folder: Path) -> list[Path]:
     """Draw every figure again from the CSVs in ``folder``; returns the PNGs written."""
-    written = []
-    for name, title, fig in figures_from_csv(folder):
-        save_figure(fig, folder / name, title)
-        written.append(folder / name)
-    return written
+    return save_figures(figures_from_csv(folder), folder)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import finish_figure, pyplot, read_csv, save_figure
+from .. import finish_figure, pyplot, read_csv, save_figures
 from .._style import (Palette, Style, figure_legend, runs_phrase, spread_phrase, sweep_palette,
                       tidy)
 from .settings import DELTAS, LAMBDA_PEN, LAMBDA_PENS, METHODS
@@ -285,7 +285,5 @@ def redraw(folder: Path) -> list[Path]:
     if not sets:
         raise FileNotFoundError(2, "no data set folder", str(folder / "<dataset>/summary.json"))
     for where in sets:
-        for name, title, fig in figures_from_csv(where):
-            save_figure(fig, where / name, title)
-            written.append(where / name)
+        written += save_figures(figures_from_csv(where), where)
     return written

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ...results import read_metrics
-from .. import finish_figure, pyplot, read_csv, run_dir, save_figure
+from .. import finish_figure, pyplot, read_csv, run_dir, save_figures
 from .._style import Palette, Style, figure_legend, tidy
 from .data import test_accuracy
 from .jobs import FIG1_LEVELS, ML_DELTA, ML_SIGMA, Job, series_name
@@ -252,11 +252,7 @@ def figures_from_csv(folder: Path):
 
 def redraw(folder: Path) -> list[Path]:
     """Draw every figure again from the CSVs in ``folder``; returns the PNGs written."""
-    written = []
-    for name, title, fig in figures_from_csv(folder):
-        save_figure(fig, folder / name, title)
-        written.append(folder / name)
-    return written
+    return save_figures(figures_from_csv(folder), folder)
 
 
 def attack_rows(out: Path, jobs: list[Job]) -> list[dict]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import finish_figure, log, pyplot, read_csv, save_figure, write_csv
+from .. import finish_figure, log, pyplot, read_csv, save_figures, write_csv
 from .._style import Palette, Style, figure_legend, panel_legend, sweep_palette, tidy
 from .jobs import CLIP, DELTA, ETA, MATCH_ITERATIONS, NON_PRIVATE, RHO, TAU, TOPOLOGY_SEED
 
@@ -250,11 +250,7 @@ def figures_from_csv(folder: Path):
 
 def redraw(folder: Path) -> list[Path]:
     """Draw every figure again from the CSVs in ``folder``; returns the PNGs written."""
-    written = []
-    for name, title, fig in figures_from_csv(folder):
-        save_figure(fig, folder / name, title)
-        written.append(folder / name)
-    return written
+    return save_figures(figures_from_csv(folder), folder)
 
 
 def conversion_rows(epsilons, T: int) -> list[dict]:
