@@ -83,6 +83,8 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     cfg = load_config(config, overrides)
     method = ALGORITHMS[cfg.algorithm.name]
     method.check_agent_count(n_ranks)
+    from .user_modules import check_problem_product
+    check_problem_product(cfg.problem, n_ranks, cfg.run.seed)  # your own problem's members
     from .checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
     graph = run_graph(cfg, n_ranks)
