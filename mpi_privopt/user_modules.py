@@ -22,7 +22,8 @@ status 2 and no traceback:
   packaged aggregative problems' builders; ``options`` is the ``[problem.options]`` table.
   Before MPI starts every task builds agent 0's objective once to check its members;
 * a method is a subclass of :class:`~mpi_privopt.algorithms.base.Algorithm` with a
-  ``name``, a ``summary``, a ``Params`` dataclass, ``step`` and ``estimate``.
+  ``name``, a ``summary``, ``step`` and ``estimate`` (and, if it has parameters, a
+  ``Params`` dataclass).
 
 Neither may take the name of a packaged one. Loading registers them where the packaged
 ones are (``AGGREGATIVE_PROBLEMS``, ``ALGORITHMS``), so nothing else in the package knows
@@ -105,14 +106,16 @@ def _import(key: str, value: str, module: str, source: str):
 
 
 def _attribute(key: str, value: str, what: str, source: str) -> Any:
+    """The object ``value`` names; ``what`` says what it should be (``factory``...)."""
     module_name, attribute = _split(key, value, what)
     module = _import(key, value, module_name, source)
     if not hasattr(module, attribute):
-        public = sorted(n for n in vars(module) if not n.startswith("_"))
+        defined = sorted(n for n, v in vars(module).items() if not n.startswith("_")
+                         and getattr(v, "__module__", None) == module.__name__)
         raise ConfigError(f"{key} = {value!r}: module {module_name} "
                           f"({getattr(module, '__file__', '?')}) has no {attribute!r}",
-                          f"name one of its {what}s after the colon (it defines: "
-                          f"{', '.join(public[:12]) or 'nothing public'})")
+                          f"after the colon, name the {what} (the module defines: "
+                          f"{', '.join(defined[:12]) or 'no class or function'})")
     return getattr(module, attribute)
 
 
