@@ -98,7 +98,7 @@ COUNTERFACTUALS: dict[str, Callable[[object, int], Clean]] = {
 }
 
 
-#: audited methods with a harness of their own (audit/token.py, audit/aggregative.py)
+#: audited methods with a harness of their own (methods/chan2023/audit.py, methods/chen2025/audit.py)
 OWN_HARNESS = ("token-admm", "ldp-aggregative")
 
 
