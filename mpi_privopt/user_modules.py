@@ -21,7 +21,7 @@ status 2 and no traceback:
   :class:`~mpi_privopt.problems.aggregative.objective.AggregativeObjective`), like the
   packaged aggregative problems' builders; ``options`` is the ``[problem.options]`` table.
   Before MPI starts every task builds agent 0's objective once to check its members;
-* a method is a subclass of :class:`~mpi_privopt.algorithms.base.Algorithm` with a
+* a method is a subclass of :class:`~mpi_privopt.methods.contract.Algorithm` with a
   ``name``, a ``summary``, ``step`` and ``estimate`` (and, if it has parameters, a
   ``Params`` dataclass).
 
@@ -227,7 +227,7 @@ def load_method(value: Any, name: str | None, source: str = "") -> str:
         Algorithm subclass, a member missing, a name given that is not the class's, or
         the name of a packaged method.
     """
-    from .algorithms import ALGORITHMS, PACKAGED, Algorithm
+    from .methods import ALGORITHMS, PACKAGED, Algorithm
     key = "algorithm.module"
     cls = _attribute(key, value, "ClassName", source)
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
@@ -235,7 +235,7 @@ def load_method(value: Any, name: str | None, source: str = "") -> str:
                           f"{getattr(cls, '__name__', type(cls).__name__)} is not a subclass "
                           "of mpi_privopt's Algorithm",
                           "name a class defined as class MyMethod(Algorithm) "
-                          "(from mpi_privopt.algorithms import Algorithm)")
+                          "(from mpi_privopt.methods import Algorithm)")
     faults = [f"no {m}" for m in METHOD_MEMBERS if not hasattr(cls, m)]  # declared only
     faults += [f"no {m}" for m in sorted(getattr(cls, "__abstractmethods__", ()))]
     if hasattr(cls, "name") and not (isinstance(cls.name, str) and cls.name):

@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from mpi_privopt.algorithms import Algorithm
+from mpi_privopt.methods import Algorithm
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.mechanisms import GaussianMechanism
 from mpi_privopt.privacy.schedules import ConstantSchedule

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.prelaunch import check_run_input
@@ -27,7 +27,7 @@ _names = itertools.count()
 METHOD = '''
 import dataclasses
 import numpy as np
-from mpi_privopt.algorithms import Algorithm
+from mpi_privopt.methods import Algorithm
 
 class Mine(Algorithm):
     name = "{name}"
