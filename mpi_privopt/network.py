@@ -13,8 +13,10 @@ Receive listeners see every block that arrives (used to model a curious neighbou
 
 Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
 (buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
-reused; waiting is done inside MPI, except where a rank may wait long (a token receive:
-see :func:`wait_sleeping`). A broadcast repeated
+reused. Every wait goes through :func:`wait_request`: an exchange tests its request for
+the first milliseconds, then sleeps between tests (:func:`wait_exchange`), so a rank whose
+neighbour is stopped or slow does not keep a core busy; a token receive sleeps from the
+start (:func:`wait_sleeping`). A broadcast repeated
 every iteration can go through a :class:`BroadcastChannel` (:meth:`Network.broadcast_channel`):
 fixed buffers and an MPI-4 persistent neighbour collective set up once, which is cheaper
 per exchange than the one-off call; it offers what a method asks for (an exchange, a
@@ -68,7 +70,7 @@ def _phase_tag(phase: str) -> int:
 #: tags per chain: chain c of a phase uses tag ``c * _CHAIN_STRIDE + _phase_tag(phase)``
 _CHAIN_STRIDE = 32768
 
-#: longest sleep (seconds) between two tests of a request in :func:`wait_sleeping`
+#: longest sleep (seconds) between two tests of a request (:class:`Backoff`)
 BACKOFF_CAP = 1e-3
 # The first sleep; doubled after each failed test, so a message that arrives soon is
 # seen soon, and a long wait costs one test per BACKOFF_CAP. 31 us, not 1 us: Linux sleeps
@@ -78,24 +80,116 @@ BACKOFF_CAP = 1e-3
 _BACKOFF_FIRST = BACKOFF_CAP / 32
 _BACKOFF_GROWTH = 2.0
 
+#: how long an exchange wait tests its request before it starts sleeping (seconds)
+EXCHANGE_SPIN = 2e-3
+# While spinning, the core is handed over (sched_yield) after every few tests: with more
+# ranks than cores the neighbour being waited for may need this very core. A spin that
+# never yields made an 8-rank exchange on 2 cores 75-100x slower; a yield after every
+# test cost 2 ranks 2x against every 4th (docs/performance.md "Waiting").
+_YIELD_EVERY = 4
 
-def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> None:
-    """Complete ``request`` without keeping a core busy.
+try:
+    from os import sched_yield as _yield
+except ImportError:  # not on every platform; a zero sleep also gives the core up
+    def _yield() -> None:
+        sleep(0)
 
-    MPICH's blocking calls (``Wait``, ``Recv``) poll at 100% CPU. That is right for a
-    short exchange, but with a token K - 1 ranks wait at any time and the machine may
-    have fewer cores than ranks. So: test the request, and while it is not complete sleep,
-    doubling the sleep from ``BACKOFF_CAP / 32`` up to ``BACKOFF_CAP`` (the backoff of
-    ``mpi4py.futures``, started where the kernel's timer slack makes shorter sleeps moot). A rank that waits long then costs one test per millisecond, and
-    a message is seen at most ``BACKOFF_CAP`` after it arrives (docs/token.md has the
-    measured CPU time and latency).
+
+class Backoff:
+    """Sleeps that double, from ``first`` up to ``cap`` seconds.
+
+    The pattern of ``mpi4py.futures``' ``Backoff`` (``reset``, then ``sleep`` after each
+    failed test), started at ``first`` rather than at zero: the kernel's timer slack
+    makes shorter sleeps moot.
+    """
+
+    __slots__ = ("first", "cap", "pause")
+
+    def __init__(self, cap: float = BACKOFF_CAP, first: float | None = None) -> None:
+        self.cap = float(cap)
+        self.first = self.cap / 32 if first is None else float(first)
+        self.pause = self.first
+
+    def reset(self) -> None:
+        """Start again from the first sleep."""
+        self.pause = self.first
+
+    def sleep(self) -> None:
+        """Sleep once, and make the next sleep longer (up to ``cap``)."""
+        sleep(self.pause)
+        self.pause = min(_BACKOFF_GROWTH * self.pause, self.cap)
+
+
+def wait_request(request: MPI.Request, status: MPI.Status | None = None,
+                 spin: float = 0.0) -> None:
+    """Complete ``request``: test it for about ``spin`` seconds, then sleep between tests.
+
+    The one wait of the package (token, exchange, sleeping barrier). MPICH's own ``Wait``
+    polls at 100% of a core for as long as it waits. Here the first ``spin`` seconds
+    test the request in a loop that yields the core every few tests (an exchange between
+    ranks on their own cores completes within them, and in fewer microseconds than
+    MPICH's ``Wait``); after that the rank sleeps between tests with a :class:`Backoff`,
+    so a rank waiting long, for a stopped neighbour or for the token, costs one test per
+    ``BACKOFF_CAP`` (docs/performance.md "Waiting" has the measurements).
+
+    The stall watchdog's thread and signal handlers run meanwhile as they do in MPI's
+    ``Wait`` (a signal handler only sets a flag, read after the wait).
     """
     if request.Test(status):
         return
-    pause = _BACKOFF_FIRST
+    if spin > 0.0:
+        deadline = perf_counter() + spin
+        tests = 0
+        while not request.Test(status):
+            tests += 1
+            if tests % _YIELD_EVERY == 0:
+                if perf_counter() >= deadline:
+                    break
+                _yield()
+        else:
+            return
+    backoff = Backoff(BACKOFF_CAP, _BACKOFF_FIRST)
     while not request.Test(status):
-        sleep(pause)
-        pause = min(_BACKOFF_GROWTH * pause, BACKOFF_CAP)
+        backoff.sleep()
+
+
+def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> None:
+    """Complete ``request`` by sleeping from the first failed test (no spin): for a wait
+    that is expected to be long (the token, a barrier before rank 0's one-off work).
+
+    A message is seen at most ``BACKOFF_CAP`` after it arrives (docs/token.md has the
+    measured CPU time and latency).
+    """
+    wait_request(request, status, 0.0)
+
+
+#: how exchanges wait: ``"backoff"`` (spin, then sleep: :func:`wait_request` with
+#: :data:`EXCHANGE_SPIN`) or ``"poll"`` (MPI's own ``Wait``, the behaviour before); set
+#: with :func:`set_exchange_wait` (``mpi_privopt bench --wait`` compares them)
+EXCHANGE_WAITS = ("backoff", "poll")
+_exchange_spin: float | None = EXCHANGE_SPIN
+
+
+def set_exchange_wait(policy: str) -> None:
+    """Choose how exchanges wait from now on (one of :data:`EXCHANGE_WAITS`)."""
+    global _exchange_spin
+    if policy not in EXCHANGE_WAITS:
+        raise ValueError(f"exchange wait {policy!r} is not one of {', '.join(EXCHANGE_WAITS)}")
+    _exchange_spin = EXCHANGE_SPIN if policy == "backoff" else None
+
+
+def exchange_wait() -> str:
+    """The current exchange wait policy (see :func:`set_exchange_wait`)."""
+    return "poll" if _exchange_spin is None else "backoff"
+
+
+def wait_exchange(request: MPI.Request, status: MPI.Status | None = None) -> None:
+    """Complete the request of a neighbour exchange by the exchange wait policy."""
+    spin = _exchange_spin
+    if spin is None:
+        request.Wait(status)
+    else:
+        wait_request(request, status, spin)
 
 
 _max_chain: int | None = None
@@ -131,14 +225,15 @@ class PendingExchange:
     def wait(self, *, sleeping: bool = False) -> np.ndarray | None:
         """Block until the exchange is complete; return the receive buffer.
 
-        ``sleeping=True`` waits with :func:`wait_sleeping` instead of inside MPI (for a
-        wait that may be long, where MPI's polling would keep a core busy).
+        An exchange spins briefly, then sleeps (:func:`wait_exchange`);
+        ``sleeping=True`` sleeps from the first failed test (:func:`wait_sleeping`, for a
+        wait that is expected to be long).
         """
         start = perf_counter()
         if sleeping:
             wait_sleeping(self._request)
         else:
-            self._request.Wait()
+            wait_exchange(self._request)
         elapsed = perf_counter() - start
         if self._links == []:
             self._meter.record_receive(self._phase, elapsed)
@@ -155,19 +250,24 @@ class PendingExchange:
         return bool(self._request.Test())
 
 
-class _BlockingAllgather:
-    """A persistent request's ``Start``/``Wait`` done by a blocking call (MPI-3 libraries)."""
+class _OneOffAllgather:
+    """A persistent request's ``Start``/``Test`` done by a one-off ``Ineighbor_allgather``
+    on the same buffers (MPI-3 libraries: no persistent collectives)."""
 
-    __slots__ = ("_comm", "_send", "_received")
+    __slots__ = ("_comm", "_send", "_received", "_request")
 
     def __init__(self, comm: MPI.Topocomm, send: np.ndarray, received: np.ndarray) -> None:
         self._comm, self._send, self._received = comm, send, received
+        self._request = MPI.REQUEST_NULL
 
     def Start(self) -> None:  # noqa: N802 (the mpi4py name)
-        self._comm.Neighbor_allgather(self._send, self._received)
+        self._request = self._comm.Ineighbor_allgather(self._send, self._received)
 
-    def Wait(self) -> None:  # noqa: N802
-        pass
+    def Test(self, status: MPI.Status | None = None) -> bool:  # noqa: N802
+        return self._request.Test(status)
+
+    def Wait(self, status: MPI.Status | None = None) -> None:  # noqa: N802
+        self._request.Wait(status)
 
     def Free(self) -> None:  # noqa: N802
         pass
@@ -198,8 +298,8 @@ class BroadcastChannel:
     MPICH then skips building the collective's schedule on every call, which is most of
     a small exchange's cost (see docs/performance.md). Metering, booking, guards and
     receive listeners are exactly those of :meth:`Network.broadcast`. With an MPI library
-    older than MPI 4 (no persistent collectives) the channel falls back to the blocking
-    ``Neighbor_allgather`` on the same buffers.
+    older than MPI 4 (no persistent collectives) the channel falls back to a one-off
+    ``Ineighbor_allgather`` per exchange on the same buffers, waited on alike.
     """
 
     __slots__ = ("_net", "phase", "sends", "received", "outgoing", "last_sent",
@@ -236,7 +336,7 @@ class BroadcastChannel:
     def persistent(self) -> bool:
         """Whether exchanges run as a persistent collective (False: MPI-3 fallback)."""
         requests = self._requests
-        return bool(requests) and not isinstance(requests[0], _BlockingAllgather)
+        return bool(requests) and not isinstance(requests[0], _OneOffAllgather)
 
     def wrap(self, make) -> None:
         """Wrap each send buffer in a release once, for a message whose kind never changes.
@@ -267,7 +367,7 @@ class BroadcastChannel:
         request = self._requests[index]
         start = perf_counter()
         request.Start()
-        request.Wait()
+        wait_exchange(request)
         elapsed = perf_counter() - start
         counters = self._counters
         if counters is None:
@@ -329,7 +429,7 @@ class BroadcastChannel:
             self._requests = [net.comm.Neighbor_allgather_init(send, self.received)
                               for send in self.sends]
         except NotImplementedError:  # an MPI-3 library: no persistent collectives
-            self._requests = [_BlockingAllgather(net.comm, send, self.received)
+            self._requests = [_OneOffAllgather(net.comm, send, self.received)
                               for send in self.sends]
 
 
@@ -537,7 +637,7 @@ class Network:
         if self.guards:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
-        self.comm.Neighbor_allgather(payload, out)
+        wait_exchange(self.comm.Ineighbor_allgather(payload, out))
         self._account_broadcast(release, out, phase,
                                 self.meter.by_phase.get(phase) or self.meter.counters(phase),
                                 payload.nbytes, perf_counter() - start)
@@ -597,7 +697,7 @@ class Network:
         if self.guards:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
-        self.comm.Neighbor_alltoall(sendbuf, out)
+        wait_exchange(self.comm.Ineighbor_alltoall(sendbuf, out))
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         if self.receive_listeners:
@@ -631,7 +731,7 @@ class Network:
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        self.comm.Send(payload, dest=dest, tag=self.message_tag(phase, chain))
+        wait_exchange(self.comm.Isend(payload, dest=dest, tag=self.message_tag(phase, chain)))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
 
@@ -651,7 +751,7 @@ class Network:
         """Receive one message from in-neighbour ``source`` into ``out``."""
         self._check_source(source)
         start = perf_counter()
-        self.comm.Recv(out, source=source, tag=self.message_tag(phase, chain))
+        wait_exchange(self.comm.Irecv(out, source=source, tag=self.message_tag(phase, chain)))
         self.meter.record_receive(phase, perf_counter() - start)
         if self.receive_listeners:
             self._observe(out[np.newaxis], (source,), phase)
@@ -716,7 +816,8 @@ class Network:
     @property
     def collective_path(self) -> str:
         """How this agent's broadcast channels exchange: ``"persistent"`` (MPI-4
-        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback) or ``"none"``
+        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback: a one-off
+        ``Ineighbor_allgather`` per exchange) or ``"none"``
         (no channel made since the last :meth:`free`)."""
         if not self._channels:
             return "none"
