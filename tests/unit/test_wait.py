@@ -5,7 +5,7 @@ recorded instead of done, so nothing here depends on the machine's speed.
 """
 import pytest
 
-from mpi_privopt import network
+from mpi_privopt.network import wait as network
 from mpi_privopt.network import (BACKOFF_CAP, Backoff, exchange_wait, set_exchange_wait,
                                  wait_exchange, wait_request, wait_sleeping)
 
