@@ -267,3 +267,18 @@ def test_planted_bug_halving_the_2_d_l_term_is_caught(brute_force):
                                lam0, v, T_BRUTE)
     found = violations(changes, planted)
     assert found and any(block == "y" for block, *_ in found)
+
+
+def test_method_page_table_of_effective_constants():
+    # docs/methods/chen2025.md, "Derived sensitivities": Delta_v^t (t+1)^e_v on the bounded
+    # instance at the quadratic experiment's schedule
+    lam0, v = packaged_schedule("ldp-aggregative-quadratic")
+    problem = BoundedInstance(BASE["A"], BASE["c_l"], BASE["c_h"], BASE["c_c"], BASE["B"],
+                              BASE["d_z"], None, None, None, None)
+    rec = recursion_bounds(problem.constants(0.4), lam0, v, 2000)
+    exponents = sensitivity_exponents(v["x"], v["y"], v["z"])
+    table = {"y": (10.7, 421, 10.9, 8.9), "z": (13.4, 1.87e3, 38.9, 28.9),
+             "x": (15.9, 2.42e3, 40.2, 24.1)}
+    for b, row in table.items():
+        for t, value in zip((1, 10, 100, 2000), row):
+            assert rec[b][t] * (t + 1) ** exponents[b] == pytest.approx(value, rel=5e-3), (b, t)
