@@ -37,6 +37,7 @@ import inspect
 import os
 import sys
 from collections.abc import Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +112,13 @@ def _attribute(key: str, value: str, what: str, source: str) -> Any:
     module = _import(key, value, module_name, source)
     if not hasattr(module, attribute):
         defined = sorted(n for n, v in vars(module).items() if not n.startswith("_")
-                         and getattr(v, "__module__", None) == module.__name__)
+                         and (inspect.isclass(v) or inspect.isfunction(v))
+                         and v.__module__ == module.__name__)
         raise ConfigError(f"{key} = {value!r}: module {module_name} "
-                          f"({getattr(module, '__file__', '?')}) has no {attribute!r}",
+                          f"({vars(module).get('__file__', '?')}) has no {attribute!r}",
                           f"after the colon, name the {what} (the module defines: "
                           f"{', '.join(defined[:12]) or 'no class or function'})")
-    return getattr(module, attribute)
+    return _member(module, attribute)
 
 
 # -- problems ------------------------------------------------------------------------------
@@ -195,9 +197,9 @@ def check_problem_product(problem, n_agents: int, seed: int) -> None:
                           f"{type(err).__name__}: {err}",
                           "fix the factory (it is called as factory(options, rank, "
                           "n_agents, seed) on every rank)") from None
-    missing = [m for m in OBJECTIVE_MEMBERS if not callable(getattr(objective, m, None))]
+    missing = [m for m in OBJECTIVE_MEMBERS if not callable(_member(objective, m))]
     missing += [m for m in OBJECTIVE_SIZES
-                if not _positive_int(getattr(objective, m, None))]
+                if not _positive_int(_member(objective, m))]
     if missing:
         raise ConfigError(f"{key} = {value!r} builds an objective "
                           f"({type(objective).__name__}) without "
@@ -207,6 +209,14 @@ def check_problem_product(problem, n_agents: int, seed: int) -> None:
                           f"{', '.join(OBJECTIVE_SIZES)} (mpi_privopt/problems/aggregative/"
                           "objective.py; docs/architecture.md, \"Your own aggregative "
                           "problem\")")
+
+
+def _member(obj: object, name: str) -> Any:
+    """``obj.name``, or None when it has none (a user's object: any member may be absent)."""
+    try:
+        return attrgetter(name)(obj)
+    except AttributeError:
+        return None
 
 
 def _positive_int(value: object) -> bool:
@@ -231,13 +241,14 @@ def load_method(value: Any, name: str | None, source: str = "") -> str:
     key = "algorithm.module"
     cls = _attribute(key, value, "ClassName", source)
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        named = inspect.isclass(cls) or inspect.isfunction(cls)
         raise ConfigError(f"{key} = {value!r} is not a method: "
-                          f"{getattr(cls, '__name__', type(cls).__name__)} is not a subclass "
-                          "of mpi_privopt's Algorithm",
+                          f"{cls.__name__ if named else type(cls).__name__} is not a "
+                          "subclass of mpi_privopt's Algorithm",
                           "name a class defined as class MyMethod(Algorithm) "
                           "(from mpi_privopt.methods import Algorithm)")
     faults = [f"no {m}" for m in METHOD_MEMBERS if not hasattr(cls, m)]  # declared only
-    faults += [f"no {m}" for m in sorted(getattr(cls, "__abstractmethods__", ()))]
+    faults += [f"no {m}" for m in sorted(cls.__abstractmethods__)]  # Algorithm is an ABC
     if hasattr(cls, "name") and not (isinstance(cls.name, str) and cls.name):
         faults.append(f"name = {cls.name!r} is not a non-empty string")
     if not dataclasses.is_dataclass(cls.Params):
