@@ -59,8 +59,9 @@ class RunDirInUse(ConfigError):
 
 
 def claim_path(run_dir: str | Path) -> Path:
-    """Where the claim of ``run_dir`` is."""
-    return Path(run_dir) / CLAIM_FILE
+    """Where the claim of ``run_dir`` is (absolute: the ``rm`` a refusal prints works
+    from any directory)."""
+    return Path(os.path.abspath(run_dir)) / CLAIM_FILE
 
 
 # -- who owns a claim -------------------------------------------------------------------------
@@ -129,16 +130,14 @@ def _judge(owner: dict | None) -> tuple[str, str]:
     if owner.get("host") != socket.gethostname() or owner.get("machine", "") != _machine():
         return "elsewhere", ""
     pid = int(owner["pid"])
-    fields = _proc_stat(pid)
-    if fields is None and Path("/proc/self/stat").is_file():
+    try:
+        os.kill(pid, 0)  # signal 0: only whether the pid exists
+    except ProcessLookupError:
         return "gone", "that process is no longer running"
-    if fields is None:  # no /proc: only whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return "gone", "that process is no longer running"
-        except PermissionError:
-            pass
+    except PermissionError:
+        pass  # another user's process: it exists
+    fields = _proc_stat(pid)
+    if fields is None:  # no /proc, or hidden (hidepid): the pid exists, nothing more known
         return "live", ""
     if fields[0] in ("Z", "X"):
         return "gone", "that process has ended"
@@ -151,10 +150,11 @@ def _judge(owner: dict | None) -> tuple[str, str]:
 def _parse(data: bytes) -> dict | None:
     try:
         owner = json.loads(data)
-        int(owner["pid"]), str(owner["host"])
-        return owner
+        if int(owner["pid"]) > 0 and isinstance(owner["host"], str):
+            return owner
     except (ValueError, KeyError, TypeError):
-        return None
+        pass
+    return None
 
 
 # -- the OS lock: held by the owner for the run, taken by whoever clears a stale claim -----

@@ -7,13 +7,15 @@ import shlex
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 from mpi_privopt import run_lock
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.results import RunDirectory, choose_run_dir, release_run_dir
-from mpi_privopt.run_lock import CLAIM_FILE, RunDirInUse, claim, owner_record, release
+from mpi_privopt.run_lock import (CLAIM_FILE, RunDirInUse, claim, owner_record,
+                                  process_start_ticks, release)
 
 pytestmark = pytest.mark.skipif(not os.path.isfile("/proc/self/stat"), reason="needs /proc")
 
@@ -68,6 +70,22 @@ def test_a_claim_of_an_ended_process_is_removed_with_a_note(tmp_path):
     assert len(notes) == 1 and f"left by pid {pid}" in notes[0]
     assert "no longer running" in notes[0]
     assert json.loads((tmp_path / CLAIM_FILE).read_text())["pid"] == os.getpid()
+
+
+def test_a_process_that_has_ended_but_not_been_reaped_is_not_the_owner(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # a zombie until waited for
+    try:
+        for _ in range(200):
+            state = open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        write_claim(tmp_path, pid=child.pid, start_ticks=process_start_ticks(child.pid))
+        notes = []
+        claim(tmp_path, "--out x", on_note=notes.append)
+        assert "that process has ended" in notes[0]
+    finally:
+        child.wait()
 
 
 def test_a_pid_used_again_by_another_process_is_not_the_owner(tmp_path):
