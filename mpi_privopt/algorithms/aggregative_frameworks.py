@@ -38,7 +38,6 @@ from ..privacy.ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounti
                                   fresh_batch)
 from .aggregative_parts import RobustTracking, planned_framework_events
 from .base import Algorithm, register
-from .ldp_aggregative import _needs_aggregative_problem
 
 NO_NOISE = "noise off (sigma = 0): messages in the clear, loss unbounded"
 
@@ -103,14 +102,13 @@ class PDOPAggregative(Algorithm):
     name = "pdop-aggregative"
     summary = "PDOP's geometric schedules in Algorithm 1's framework ([26], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
                 "box", "samples")
     non_negative = NOISE_KEYS
     choices = {}
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:
@@ -168,13 +166,12 @@ class TVSAggregative(Algorithm):
     name = "tvs-aggregative"
     summary = "[51]'s decaying consensus and growing fresh batches in Algorithm 1's framework"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = TVSParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:

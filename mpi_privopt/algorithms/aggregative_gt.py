@@ -42,8 +42,7 @@ from ..privacy.events import PrivacyEvent
 from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
                                 planned_packed_events, project_box)
 from .base import Algorithm, register
-from .ldp_aggregative import (PRESETS, _needs_aggregative_problem, per_agent_values,
-                              tracker_noise)
+from .ldp_aggregative import PRESETS, per_agent_values, tracker_noise
 
 
 @dataclasses.dataclass
@@ -186,13 +185,12 @@ class AggregativeGT(Algorithm):
     name = "aggregative-gt"
     summary = "gradient tracking for aggregative optimisation, noisy trackers ([36], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = GTParams
     positive = ("alpha0", "box", "samples", "delta")
     non_negative = {"v_alpha": "alpha_t = alpha0 (t+1)^-v_alpha"}
     choices = {"preset": PRESETS}
-    config_checks = (_needs_aggregative_problem,)
 
     planned_events = planned_tracker_events
 

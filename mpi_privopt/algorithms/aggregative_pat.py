@@ -30,7 +30,7 @@ from .aggregative_gt import (TrackerKeys, TrackerPair, planned_tracker_events,
                              tracking_direction, tracking_report)
 from .aggregative_parts import project_box
 from .base import Algorithm, register
-from .ldp_aggregative import PRESETS, _needs_aggregative_problem
+from .ldp_aggregative import PRESETS
 
 
 @dataclasses.dataclass
@@ -55,13 +55,12 @@ class AggregativePAT(Algorithm):
     name = "aggregative-pat"
     summary = "projected aggregative tracking, noisy trackers ([6], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = PATParams
     positive = ("alpha", "box", "samples", "delta")
     choices = {"preset": PRESETS}
     param_checks = (_check_delta_step,)
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_tracker_events
 
     def __init__(self, agent, params) -> None:

@@ -55,7 +55,6 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
                                   sensitivity_exponents)
-from ..problems.registry import is_aggregative
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .base import Algorithm, register
 
@@ -224,12 +223,6 @@ def _check_params(name: str, params: LDPAggregativeParams) -> None:
                           "0 uses Metropolis weights; the paper's ring uses 0.3")
 
 
-def _needs_aggregative_problem(name: str, cfg) -> None:
-    if not is_aggregative(cfg.problem.name):
-        raise ConfigError(f"algorithm {name!r} needs an aggregative problem, not "
-                          f"{cfg.problem.name!r}",
-                          'set [problem] name = "aggregative-quadratic" (or another '
-                          "aggregative problem)")
 
 
 @register
@@ -239,14 +232,13 @@ class LDPAggregative(Algorithm):
     name = "ldp-aggregative"
     summary = "LDP stochastic aggregative optimisation, robust tracking (Chen & Wang 2025)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     #: the summary's headline is pure epsilon (delta = 0), from privacy.json's pure matrix
     pure_headline = True
     Params = LDPAggregativeParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "box", "samples", "delta")
     choices = {}
     param_checks = (_check_params,)
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_framework_events
 
     def __init__(self, agent, params) -> None:
