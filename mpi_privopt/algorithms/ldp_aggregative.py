@@ -277,6 +277,12 @@ class LDPAggregative(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.core.X
 
+    @classmethod
+    def audit(cls):
+        """The pure-epsilon trial audit on shadow trajectories (audit/aggregative.py)."""
+        from ..audit.aggregative import AggregativeAudit
+        return AggregativeAudit()
+
     def report(self) -> dict:
         """Every agent's eq. (21) budget (public schedules), labelled."""
         T = self.agent.iterations

@@ -40,12 +40,9 @@ from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.ledger import Ledger
 from . import stats
-from .canary import canary_direction, counterfactual
-from .harness import (MEMBERSHIP_NOISE, MembershipTrials, TrialHarness, WireRecorder,
-                      audit_noise, link_residuals, mechanism_of, trial_worlds)
-from .aggregative import (AggregativeTrials, check_aggregative_audit, format_pure_report,
-                          summarise_pure)
-from .token import TokenTrials, check_token_audit, token_link
+from .canary import counterfactual
+from .harness import WireRecorder, link_residuals
+from .method_audit import AuditRun, MethodAudit, planned_mu
 from .verdict import PASS, decide, format_verdict
 
 __all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_auditable"]
@@ -56,34 +53,28 @@ TEST_LEVEL = 1e-6
 DEFAULT_CONFIDENCE = 0.95
 #: the share of the ledger's mu the trials must be able to reach (the audit's acceptance criterion)
 REACH = 0.5
-#: the method audited through its token iterations (:mod:`.token`), not a mechanism
-TOKEN = "token-admm"
-#: the method audited in pure epsilon through shadow trajectories (:mod:`.aggregative`)
-LDP = "ldp-aggregative"
 
 
 def is_auditable(cfg: Config) -> bool:
     """Whether ``cfg`` is a private run the white-box audit applies to (else its loss is
     unbounded, or the method has no audit yet: :func:`~.canary.counterfactual` says)."""
-    method = ALGORITHMS[cfg.algorithm.name]
-    return bool(getattr(method, "private", False)) and not getattr(
+    # noiseless is a key of a method's Params (the iterate methods'), not a method hook
+    return ALGORITHMS[cfg.algorithm.name].private and not getattr(
         cfg.algorithm.params, "noiseless", False)
 
 
-def planned_mu(schedule, iterations: int) -> float:
-    """The GDP mu a link sees from a schedule calibrated per unit sensitivity:
-    ``sqrt(sum_n (1 / sigma_n(D = 1))^2)`` over the run's releases."""
-    return math.sqrt(sum(schedule.scale(n, 1.0) ** -2 for n in range(1, iterations + 1)))
+def _audit_of(cfg: Config) -> MethodAudit:
+    """The method's audit (``Algorithm.audit``), or the ConfigError naming the auditable
+    methods when it has none."""
+    audit = ALGORITHMS[cfg.algorithm.name].audit()
+    if audit is None:
+        counterfactual(cfg.algorithm.name)  # raises: says which methods are audited
+    return audit
 
 
 def _check(cfg: Config, graph, target: int, receiver: int | None, trials: int) -> None:
     n = graph.number_of_nodes()
-    if cfg.algorithm.name == TOKEN:
-        check_token_audit(cfg)
-    elif cfg.algorithm.name == LDP:
-        check_aggregative_audit(cfg)
-    else:
-        counterfactual(cfg.algorithm.name)
+    _audit_of(cfg).check(cfg)
     if not 0 <= target < n:
         raise ConfigError(f"audit target {target} is not an agent (0..{n - 1})",
                           "name an agent of the graph with --target or --link")
@@ -137,14 +128,9 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     comm = comm or MPI.COMM_WORLD
     graph = build_graph(cfg, comm.Get_size())
     agree(comm, lambda: _check(cfg, graph, target, receiver, trials))
-    token = cfg.algorithm.name == TOKEN
-    if receiver is None and not token:
-        receiver = min(graph.neighbors(target))
-    ldp = cfg.algorithm.name == LDP
-    clean_for = None if token or ldp else counterfactual(cfg.algorithm.name)
-    seed = cfg.run.seed
+    audit = _audit_of(cfg)
     wire: WireRecorder | None = None
-    harness: TrialHarness | TokenTrials | AggregativeTrials | None = None
+    harness = None
     ledger: Ledger | None = None
     plan: dict = {}
 
@@ -158,63 +144,16 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
         plan.update(planned_epsilon=epsilon, **_trials_check(
             needed, f"epsilon = {epsilon:.4g}", trials, confidence, force))
 
-    def membership_trials(u=None) -> MembershipTrials:
-        return MembershipTrials(trial_worlds(seed, target, trials, 2), u)
-
-    def own_membership(agent_noise, u=None) -> tuple:
-        """(the membership trials, their own noise), or nothing without ``membership``:
-        the token and aggregative trials keep the audit's stream as it was without them."""
-        if not membership:
-            return ()
-        return membership_trials(u), audit_noise(agent_noise, seed, target, MEMBERSHIP_NOISE)
+    audited = AuditRun(comm=comm, seed=cfg.run.seed, target=target,
+                       receiver=audit.receiver(graph, target, receiver), trials=trials,
+                       membership=membership, check_trials=check_trials,
+                       check_pure_trials=check_pure_trials)
 
     def on_setup(agent, algorithm) -> None:
-        nonlocal wire, harness, ledger, receiver
+        nonlocal wire, harness, ledger
         ledger = next(l for l in agent.net.listeners if isinstance(l, Ledger))
-        wire = WireRecorder(agent.id)
-        is_target = agent.id == target
-        worlds = trial_worlds(seed, target, trials, 1)
-        if token:
-            receiver = agree(comm, lambda: _token_receiver(algorithm, target, receiver))
-            _, uses = token_link(algorithm.plans[0], target)
-            if is_target:
-                u = canary_direction(agent.problem)
-                harness = TokenTrials(agent, algorithm, u, worlds,
-                                      audit_noise(algorithm.noise[0], seed, target),
-                                      *own_membership(algorithm.noise[0], u))
-                booked = algorithm.noise[0].effective_sensitivity(
-                    algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
-                agree(comm, lambda: check_trials(
-                    math.sqrt(uses) * booked / algorithm.params.sigma))
-                harness.attach()
-            else:
-                agree(comm, lambda: None)
-            return
-        if ldp:  # no wire record: see .aggregative
-            if is_target:
-                # the link's planned pure epsilon: the method's own plan of its releases
-                planned = algorithm.planned_events(1, agent.iterations)
-                agree(comm, lambda: check_pure_trials(
-                    math.fsum(getattr(e, "epsilon", math.inf) for e in planned)))
-                harness = AggregativeTrials(agent, algorithm, worlds,
-                                            audit_noise(agent.noise, seed, target),
-                                            *own_membership(agent.noise))
-                harness.attach()
-            else:
-                agree(comm, lambda: None)
-            return
-        mechanism = mechanism_of(algorithm)
-        wire.attach(agent, mechanism)
-        if is_target:
-            agree(comm, lambda: check_trials(planned_mu(algorithm.schedule, agent.iterations)))
-            u = canary_direction(agent.problem)
-            noise = audit_noise(agent.noise, seed, target)
-            harness = TrialHarness(agent, algorithm, clean_for, u, worlds, noise)
-            if membership:
-                harness.membership = membership_trials(u)
-            harness.attach(mechanism, noise)
-        else:
-            agree(comm, lambda: None)
+        wire = audited.wire = WireRecorder(agent.id)
+        harness = audit.attach(audited, agent, algorithm)
 
     start = perf_counter()
     result = run(cfg, out=out, comm=comm, stream=None, on_setup=on_setup, progress=progress)
@@ -231,24 +170,11 @@ def run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     records = comm.gather(mine, root=0)
     if comm.Get_rank() != 0:
         return None
-    if ldp:
-        report = summarise_pure(cfg, records, target, receiver, confidence, seconds, trials)
-    else:
-        report = summarise(cfg, graph, records, target, receiver, all_links, confidence,
-                           seconds, trials)
+    report = audit.summarise(cfg, graph, records, target, audited.receiver, all_links,
+                             confidence, seconds, trials)
     report["run_dir"] = result.run_dir
     Path(result.run_dir, "audit.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
-
-
-def _token_receiver(algorithm, target: int, receiver: int | None) -> int:
-    """The neighbour that observes the target's canary iterations (``--link`` must name it)."""
-    observer, _ = token_link(algorithm.plans[0], target)
-    if receiver is not None and receiver != observer:
-        raise ConfigError(f"agent {target}'s token goes to agent {observer} after its canary "
-                          f"iterations, not to {receiver}",
-                          f"audit the link {target},{observer} (or leave out --link)")
-    return observer
 
 
 def _noise_tests(checks: dict) -> dict:
@@ -325,9 +251,12 @@ def summarise(cfg: Config, graph, records: list[dict], target: int, receiver: in
 
 
 def format_report(report: dict) -> str:
-    """The audit report as the command prints it."""
-    if "ledger_mu" not in report:  # a pure-epsilon audit (ldp-aggregative)
-        return format_pure_report(report)
+    """The audit report as the command prints it (its method's audit says how)."""
+    return ALGORITHMS[report["algorithm"]].audit().format(report)
+
+
+def format_gdp_report(report: dict) -> str:
+    """The lines of a GDP (mu) audit report (:func:`summarise`'s)."""
     b = report["bound"]
     i, j = report["link"]
     lines = [
