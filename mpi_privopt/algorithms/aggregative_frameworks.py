@@ -52,6 +52,21 @@ def _noisy_blocks(params, make) -> tuple[dict, list[str]]:
     return budgets, [b for b in BLOCKS if b not in budgets]
 
 
+def _geometric(params):
+    """PDOP's block b: geometric step and noise (:class:`GeometricBlock`)."""
+    return lambda b: GeometricBlock(
+        getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+        getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"), params.noise_rate)
+
+
+def _sampled(params):
+    """[51]'s block b: decaying step, growing noise and batches (:class:`SampledBlock`)."""
+    return lambda b: SampledBlock(
+        getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+        getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"), params.noise_growth,
+        params.batch_exponent)
+
+
 def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
     if len(blocks) < len(BLOCKS):
         return {"guarantee": NO_NOISE}
@@ -109,14 +124,21 @@ class PDOPAggregative(Algorithm):
                 "box", "samples")
     non_negative = NOISE_KEYS
     choices = {}
+    blocks = BLOCKS
     planned_events = planned_framework_events
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return _noisy_blocks(params, _geometric(params))[0]
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, lambda b: GeometricBlock(
-            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-            getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"), params.noise_rate))
+        self.budgets, self.clear = _noisy_blocks(params, _geometric(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -172,15 +194,21 @@ class TVSAggregative(Algorithm):
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
+    blocks = BLOCKS
     planned_events = planned_framework_events
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return _noisy_blocks(params, _sampled(params))[0]
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, lambda b: SampledBlock(
-            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-            getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"), params.noise_growth,
-            params.batch_exponent))
+        self.budgets, self.clear = _noisy_blocks(params, _sampled(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1

@@ -193,6 +193,11 @@ class AggregativeGT(Algorithm):
     choices = {"preset": PRESETS}
 
     planned_events = planned_tracker_events
+    blocks = ("y", "z")  # one message per iteration (released_after: the default)
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return tracking_budgets(params, agent, n_agents)[0]
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

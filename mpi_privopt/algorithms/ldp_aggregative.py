@@ -240,6 +240,15 @@ class LDPAggregative(Algorithm):
     choices = {}
     param_checks = (_check_params,)
     planned_events = planned_framework_events
+    blocks = BLOCKS
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return resolve_schedules(params, n_agents).block_budgets(agent)
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # t = 0..n: the t = n message goes out at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

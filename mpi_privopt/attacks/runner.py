@@ -15,12 +15,12 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import topology
+from ..algorithms import ALGORITHMS
 from ..collective import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.certificate import exposure, topology_certificate
-from ..problems.consensus.polynomial import monomial_basis
 from .inversion import SUPPORTED, CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
 from .transcript import LinkRecorder, TargetProbe
 
@@ -48,15 +48,12 @@ def _check(cfg: Config, graph, coalition: list[int], target: int) -> None:
 
 def _protocol(cfg: Config, graph, dim: int) -> PublicProtocol:
     params = cfg.algorithm.params
-    basis = None
-    if cfg.algorithm.name == "fs":
-        basis = monomial_basis(dim, params.degree, params.cross_terms)
     return PublicProtocol(
         algorithm=cfg.algorithm.name,
         mixing=topology.metropolis_weights(graph, cfg.topology.weights),
         schedule=params.schedule, step=params.step,
         fused=getattr(params, "gradient_at", "fused") == "fused",
-        share_basis=basis)
+        share_basis=ALGORITHMS[cfg.algorithm.name].share_basis(params, dim))
 
 
 def score_attack(points: np.ndarray, gradients: np.ndarray, truth: dict,
