@@ -103,10 +103,10 @@ class ZCDPGradNFL(Algorithm):
     @classmethod
     def audit(cls):
         """The trial audit through this method's mechanism, with its counterfactual
-        (audit/canary.py)."""
+        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
         from ..audit.canary import subgradient
         from ..audit.method_audit import MechanismAudit
-        return MechanismAudit(subgradient)
+        return MechanismAudit(subgradient, affine=True)
 
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "phi^(1)")

@@ -83,9 +83,13 @@ class MethodAudit:
         The method's counterfactual (``(algorithm, n) -> clean(g)``, :mod:`.canary`) when
         the audit goes through its mechanism; None when the family has its own harness.
         The one-run audit needs one.
+    affine : bool
+        Whether that clean value is affine in the canary term (the one-run audit's
+        thousand canaries then add up exactly: :mod:`.one_run_runner`).
     """
 
     clean_for: Callable | None = None
+    affine: bool = False
 
     def check(self, cfg) -> None:
         """Raise ConfigError when this run of the method cannot be audited (called on
@@ -121,8 +125,9 @@ class MechanismAudit(MethodAudit):
     wire is recorded; the target's mechanism is wrapped by a
     :class:`~.harness.TrialHarness` with the method's counterfactual ``clean_for``."""
 
-    def __init__(self, clean_for: Callable) -> None:
+    def __init__(self, clean_for: Callable, affine: bool = False) -> None:
         self.clean_for = clean_for
+        self.affine = affine
 
     def attach(self, run: AuditRun, agent, algorithm):
         mechanism = mechanism_of(algorithm)
