@@ -297,7 +297,7 @@ def load_config(source: str | None = None, overrides: list[str] | None = None) -
 
 def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     from .privacy.noise import NOISE_MODES
     from .divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
@@ -402,7 +402,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
 
 def _check_problem_kind(name: str, algorithm_cls, problem: str) -> None:
     """Refuse a method whose ``problem_kind`` is not the kind of ``[problem] name``."""
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     from .problems.registry import problem_kind, problems_of_kind
 
     kind, needs = problem_kind(problem), algorithm_cls.problem_kind

@@ -12,8 +12,8 @@ A method's counterfactual (:func:`linearised_admm`, :func:`subgradient`,
 :class:`~.method_audit.MechanismAudit`) is called by the audit harness at the moment the target's
 mechanism releases, before the method has changed any state, and returns ``clean(g)``: the
 clean value this step would release had the canary term ``g`` been added to its gradient,
-computed by the method's own step functions (:func:`~mpi_privopt.algorithms.admm.linearised_primal`,
-:meth:`~mpi_privopt.algorithms.p_admm.PADMM.local_minimiser`, ...). The run on the wire is
+computed by the method's own step functions (:func:`~mpi_privopt.methods.baselines.admm.linearised_primal`,
+:meth:`~mpi_privopt.methods.gauthier2024.p_admm.PADMM.local_minimiser`, ...). The run on the wire is
 the midpoint world; the harness checks that ``clean(0)`` is the value the method really
 released, so a counterfactual that drifts from its method fails loudly.
 """
@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..algorithms.admm import linearised_primal
-from ..algorithms.steps import step_size
+from ..methods.baselines.admm import linearised_primal
+from ..methods.steps import step_size
 from ..errors import ConfigError
 
 __all__ = ["auditable", "canary_direction", "canary_gradient", "counterfactual",
@@ -94,14 +94,14 @@ def exact_admm(algorithm, n: int) -> Clean:
 
 def auditable() -> list[str]:
     """The methods with a white-box audit (their ``audit()`` hook is not None)."""
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     return [name for name, method in ALGORITHMS.items() if method.audit() is not None]
 
 
 def counterfactual(name: str) -> Callable[[object, int], Clean]:
     """Method ``name``'s counterfactual (its audit goes through its mechanism), or a
     ConfigError naming the auditable methods."""
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     audit = ALGORITHMS[name].audit() if name in ALGORITHMS else None
     if audit is None or audit.clean_for is None:
         raise ConfigError(f"no white-box audit for algorithm {name!r} yet",

@@ -7,7 +7,7 @@ differs by family is in a :class:`MethodAudit`, which the method's class hands o
 names a method:
 
 * :class:`MechanismAudit` (here): a method that sends one perturbed iterate per
-  iteration through an :class:`~mpi_privopt.algorithms.perturbed.IterateRelease`; the
+  iteration through an :class:`~mpi_privopt.methods.perturbed.IterateRelease`; the
   trials wrap its mechanism (:class:`~.harness.TrialHarness`) with the method's
   counterfactual (:mod:`.canary`);
 * ``TokenAudit`` (:mod:`.token`): token-admm, trials through the token iteration;

@@ -33,7 +33,7 @@ from time import perf_counter
 from mpi4py import MPI
 
 from .. import display
-from ..algorithms import ALGORITHMS
+from ..methods import ALGORITHMS
 from ..collective import agree
 from ..config import Config
 from ..engine import build_graph, run

@@ -95,7 +95,7 @@ AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
 
 
 #: the kinds of problem, each a method's ``problem_kind``
-#: (:class:`~mpi_privopt.algorithms.base.Algorithm`): ``consensus`` (:data:`PROBLEMS` and
+#: (:class:`~mpi_privopt.methods.contract.Algorithm`): ``consensus`` (:data:`PROBLEMS` and
 #: :data:`POLYNOMIAL`: one mean objective, each agent a local f_k or its records),
 #: ``aggregative`` (:data:`AGGREGATIVE_PROBLEMS`)
 PROBLEM_KINDS = ("consensus", "aggregative")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import mpi_privopt
-from mpi_privopt.algorithms import ALGORITHMS, Algorithm
+from mpi_privopt.methods import ALGORITHMS, Algorithm
 from mpi_privopt.problems.registry import PROBLEM_KINDS, problem_kind, problems_of_kind
 
 PACKAGE = Path(mpi_privopt.__file__).parent
