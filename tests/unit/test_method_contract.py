@@ -2,7 +2,8 @@
 contract"): each hook is declared once, on ``Algorithm``, with its default; a method
 overrides a hook with the same kind and arity; no method defines a near-miss of a hook's
 name (``setup_notes`` would silently never be called); and nothing outside the registry
-probes a method with ``getattr`` or compares its name.
+probes a method with ``getattr``, and no module outside the families (``methods/``)
+compares a method's name.
 """
 from __future__ import annotations
 
@@ -160,16 +161,17 @@ def test_the_near_miss_check_catches_a_typo():
 
 #: files that may call getattr, each on what (never a method: the contract declares hooks)
 GETATTR_ALLOWED = {
-    "algorithms/base.py": "Params fields named by positive/non_negative/choices",
-    "algorithms/aggregative_frameworks.py": "per-block Params fields (sigma_x, ...)",
-    "algorithms/aggregative_gt.py": "per-block Params fields; the problem's optional "
+    "methods/contract.py": "Params fields named by positive/non_negative/choices",
+    "methods/chen2025/aggregative_frameworks.py": "per-block Params fields (sigma_x, ...)",
+    "methods/chen2025/aggregative_gt.py": "per-block Params fields; the problem's optional "
                                     "record_trackers (AggregativeObjective's docstring)",
-    "algorithms/aggregative_parts.py": "the problem's optional initial_blocks and "
+    "methods/chen2025/aggregative_parts.py": "the problem's optional initial_blocks and "
                                        "record_trackers (AggregativeObjective's docstring)",
-    "algorithms/ldp_aggregative.py": "per-block Params fields",
-    "algorithms/perturbed.py": "the agent's optional once (a test's agent has none)",
-    "attacks/runner.py": "Params fields of the attacked protocols; the problem's polynomial",
-    "audit/aggregative.py": "per-block Params fields; a planned event's epsilon",
+    "methods/chen2025/ldp_aggregative.py": "per-block Params fields",
+    "methods/perturbed.py": "the agent's optional once (a test's agent has none)",
+    "methods/gade2017/attacks/runner.py": "Params fields of the attacked protocols; the "
+                                          "problem's polynomial",
+    "methods/chen2025/audit.py": "per-block Params fields; a planned event's epsilon",
     "audit/canary.py": "the problem's design matrix (none for polynomial objectives)",
     "audit/harness.py": "a release event's sigma (not every event has one)",
     "audit/runner.py": "the noiseless key of a method's Params",
@@ -189,7 +191,7 @@ GETATTR_ALLOWED = {
     "problems/consensus/global_problem.py": "the local problems' fields",
     "problems/models/torch_cnn.py": "a torch layer's weight",
     "reproduce/_style.py": "a plotted line's marker offset",
-    "reproduce/chen2025.py": "argparse namespace",
+    "methods/chen2025/reproduce/__init__.py": "argparse namespace",
     "summary.py": "the summary's fields",
     "topology/__init__.py": "a builder by name from its module",
     "traffic.py": "the counters' fields",
@@ -199,21 +201,6 @@ GETATTR_ALLOWED = {
 METHOD_GETATTR = re.compile(
     r"getattr\(\s*(algorithm|algorithm_cls|method|s\.algorithm|self\.algorithm|"
     r"ALGORITHMS\[[^\]]*\]|type\(algorithm\))\s*,")
-
-#: comparisons of a method's name outside the registry; the attacks keep their own lists
-#: of the protocols they model (attacks/inversion.py's formulas are per protocol)
-NAME_COMPARE_ALLOWED = {
-    "attacks/inversion.py": "the inversion formulas of each attacked protocol",
-    "attacks/runner.py": "the protocols the inversion models (inversion.SUPPORTED)",
-    "attacks/subset_sum_runner.py": "the subset-sum attack is on Function Sharing's shares",
-    "audit/command.py": "the protocols the attack run instead of an audit models",
-    # a paper's reproduction chooses the paper's methods to run and labels their series
-    "reproduce/_gade2017/figures.py": "Gade & Vaidya's figures: their methods' series",
-    "reproduce/_gade2017/jobs.py": "Gade & Vaidya's runs: their methods and settings",
-    "reproduce/_gauthier2024/figures.py": "Gauthier et al.'s figures: their baselines",
-    "reproduce/_gauthier2024/jobs.py": "Gauthier et al.'s runs: their methods and settings",
-}
-
 
 def _package_sources():
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -264,9 +251,11 @@ def test_the_guards_catch_the_probes_they_replaced():
     assert not NAME_COMPARE.search('name = "ldp-aggregative"')
 
 
-def test_no_method_name_comparison_outside_the_registry():
+def test_no_method_name_comparison_outside_the_families():
+    # a family may name its own methods (its reproduction, its attacks); the core
+    # (everything outside methods/) asks the method's class instead
     found = [f"{rel}:{i}: {line.strip()}" for rel, source in _package_sources()
-             if not rel.startswith("algorithms/") and rel not in NAME_COMPARE_ALLOWED
+             if not rel.startswith("methods/")
              for i, line in enumerate(source.splitlines(), 1)
              if NAME_COMPARE.search(line) and not line.lstrip().startswith("#")]
     assert not found, "ask the method's class (a hook) instead:\n" + "\n".join(found)
