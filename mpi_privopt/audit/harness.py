@@ -171,7 +171,7 @@ class TrialHarness:
     agent, algorithm
         The target and its method (from the engine's ``on_setup``).
     clean_for : callable
-        The method's :data:`~.canary.COUNTERFACTUALS` entry.
+        The method's counterfactual (its ``audit()`` hook's ``MechanismAudit.clean_for``).
     u : numpy.ndarray
         The canary direction.
     positive : numpy.ndarray of bool

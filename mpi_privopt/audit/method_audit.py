@@ -10,8 +10,9 @@ names a method:
   iteration through an :class:`~mpi_privopt.methods.perturbed.IterateRelease`; the
   trials wrap its mechanism (:class:`~.harness.TrialHarness`) with the method's
   counterfactual (:mod:`.canary`);
-* ``TokenAudit`` (:mod:`.token`): token-admm, trials through the token iteration;
-* ``AggregativeAudit`` (:mod:`.aggregative`): ldp-aggregative, pure epsilon.
+* ``TokenAudit`` (``methods/chan2023/audit.py``): token-admm, trials through the token
+  iteration;
+* ``AggregativeAudit`` (``methods/chen2025/audit.py``): ldp-aggregative, pure epsilon.
 """
 from __future__ import annotations
 
