@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .canary import canary_direction
+from .gdp_report import format_gdp_report, summarise
 from .harness import (MEMBERSHIP_NOISE, MembershipTrials, TrialHarness, WireRecorder,
                       audit_noise, mechanism_of, trial_worlds)
 
@@ -110,14 +111,12 @@ class MethodAudit:
     def summarise(self, cfg, graph, records: list[dict], target: int, receiver: int,
                   all_links: bool, confidence: float, seconds: float, trials: int) -> dict:
         """The audit report from every rank's records (rank 0). Default: the GDP report
-        (:func:`~.runner.summarise`)."""
-        from .runner import summarise  # the runner's own GDP summary
+        (:func:`~.gdp_report.summarise`)."""
         return summarise(cfg, graph, records, target, receiver, all_links, confidence,
                          seconds, trials)
 
     def format(self, report: dict) -> str:
         """The report as the command prints it. Default: the GDP report's lines."""
-        from .runner import format_gdp_report
         return format_gdp_report(report)
 
 

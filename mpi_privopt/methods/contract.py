@@ -5,16 +5,13 @@ import dataclasses
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from ..agent import Agent
 from ..errors import ConfigError
 from .steps import SCHEDULES
-
-if TYPE_CHECKING:
-    from .perturbed import IterateRelease
 
 class Registry(MutableMapping):
     """``name -> class``; a packaged method's module is imported on first lookup.
@@ -157,7 +154,7 @@ class Algorithm(ABC):
     #: ``__init__``), whose ``mechanism`` the audit wraps
     #: (:func:`~mpi_privopt.audit.harness.mechanism_of`). None (the default): the method
     #: releases some other way (a token, packed blocks, shares), so no mechanism to wrap.
-    release: "IterateRelease | None" = None
+    release: object | None = None  # an IterateRelease (perturbed.py imports this module)
     #: what the method decided at set-up and the user should know, one line ("" = nothing);
     #: set in ``__init__``; the engine prints it once (rank 0) before the first iteration
     setup_note: str = ""
