@@ -227,8 +227,8 @@ class Algorithm(ABC):
     @classmethod
     def audit(cls):
         """The white-box audit of this method: a
-        :class:`~mpi_privopt.audit.harness.MethodAudit` (how the audit attaches its trials to
-        the method's releases and summarises them), or None (the default): no audit.
+        :class:`~mpi_privopt.audit.method_audit.MethodAudit` (how the audit attaches its
+        trials to the method's releases and summarises them), or None (the default): no audit.
 
         Called by the audit runner (``mpi_privopt audit``) and by
         :func:`~mpi_privopt.audit.canary.counterfactual`; the family owns its audit, so a
@@ -241,7 +241,7 @@ class Algorithm(ABC):
     def share_basis(cls, params: "Algorithm.Params", dim: int) -> np.ndarray | None:
         """The public exponents of the masking polynomials the method shares at set-up
         (function sharing, Gade & Vaidya 2017), which the curious-neighbour attack
-        (attacks/runner.py) subtracts from what it inverts; None (the default): the method
+        (methods/gade2017/attacks/runner.py) subtracts from what it inverts; None (the default): the method
         shares no mask.
         """
         return None
@@ -254,8 +254,8 @@ class Algorithm(ABC):
         construction), for a method that sends packed Laplace blocks (:attr:`blocks`);
         None (the default): it does not.
 
-        Called by the Chen & Wang reproduction (reproduce/_chen2025/panels.py) to draw a
-        budget curve without running the method.
+        Called by the Chen & Wang reproduction (methods/chen2025/reproduce/panels.py) to
+        draw a budget curve without running the method.
         """
         return None
 
@@ -285,8 +285,8 @@ class Algorithm(ABC):
         when the method knows them before it runs (its noise schedule is public).
 
         Called on every rank by a resume (mpi_privopt/checkpoint.py) and by the audit
-        runner (a pure-epsilon audit's planned epsilon). A resume asks, and is refused before any release when they would take the agent
-        past ``privacy.epsilon`` (mpi_privopt/checkpoint.py). None (the default): not known
+        runner (a pure-epsilon audit's planned epsilon). A resume is refused before any
+        release when they would take the agent past ``privacy.epsilon``. None (the default): not known
         ahead; the ledger's guard then refuses the first release over the budget.
         """
         return None
@@ -305,6 +305,7 @@ class Algorithm(ABC):
     def report(self) -> dict:
         """Extra facts for ``summary.json`` (rank 0's instance is asked), e.g. a certificate.
 
-        Called by rank 0 at the end of a run (run_commit.py). Keys become ``summary["algorithm_report"]``; the summary table prints each one.
+        Called by rank 0 at the end of a run (run_commit.py). Keys become
+        ``summary["algorithm_report"]``; the summary table prints each one.
         """
         return {}
