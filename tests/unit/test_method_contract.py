@@ -163,10 +163,7 @@ def test_the_near_miss_check_catches_a_typo():
 GETATTR_ALLOWED = {
     "methods/contract.py": "Params fields named by positive/non_negative/choices",
     "methods/chen2025/aggregative_frameworks.py": "per-block Params fields (sigma_x, ...)",
-    "methods/chen2025/aggregative_gt.py": "per-block Params fields; the problem's optional "
-                                    "record_trackers (AggregativeObjective's docstring)",
-    "methods/chen2025/aggregative_parts.py": "the problem's optional initial_blocks and "
-                                       "record_trackers (AggregativeObjective's docstring)",
+    "methods/chen2025/aggregative_gt.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/ldp_aggregative.py": "per-block Params fields",
     "methods/perturbed.py": "the agent's optional once (a test's agent has none)",
     "methods/gade2017/attacks/runner.py": "Params fields of the attacked protocols; the "

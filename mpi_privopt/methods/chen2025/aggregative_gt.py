@@ -39,6 +39,7 @@ import numpy as np
 from .ldp_budget import BlockBudget, accounting_label
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.events import PrivacyEvent
+from ...problems.aggregative.objective import tracker_recorder
 from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
                                 planned_packed_events, project_box)
 from ..contract import Algorithm
@@ -130,7 +131,7 @@ class TrackerPair:
         self.y = np.zeros(r)
         self.z = np.zeros(r)
         #: the problem's optional diagnostics hook (its trackers are the estimates)
-        self._record = getattr(problem, "record_trackers", None)
+        self._record = tracker_recorder(problem)
 
     def initialise(self, x: np.ndarray) -> None:
         """y^0 = g^0(x^0), z^0 = grad_y f^0(x^0, y^0), on the first samples."""
