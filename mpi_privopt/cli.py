@@ -134,9 +134,7 @@ def cmd_check(args) -> int:
         for agent in range(args.ranks)]
     counts = [len(y) for _, y in data]
     # what a method can refuse only once it sees the graph and the data (a token schedule)
-    check_setup = getattr(ALGORITHMS[cfg.algorithm.name], "check_setup", None)
-    if check_setup is not None:
-        check_setup(cfg, graph, counts)
+    ALGORITHMS[cfg.algorithm.name].check_setup(cfg, graph, counts)
     # a schedule that cannot be calibrated (overflows over T) is refused here; the noise
     # warning and outlook (commands/noise_outlook.py), as run prints them before MPI
     notes = prelaunch_notes(args.config, args.overrides, cfg,

@@ -310,7 +310,6 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .privacy.noise import NOISE_MODES
     from .divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
-    from .problems.registry import is_aggregative
     from .problems.config import local_l1
     from .topology import KINDS  # the names only: the builders import networkx
     from .watchdog import stall_timeout_seconds
@@ -404,12 +403,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
             f"privacy.epsilon = {privacy.epsilon} is set, but algorithm {name!r} is not private "
             "(its privacy loss is unbounded)",
             "choose a private algorithm, or set privacy.epsilon = inf")
-    if is_aggregative(problem.name) and not getattr(algorithm_cls, "aggregative", False):
-        aggregative_methods = sorted(n for n, c in ALGORITHMS.items()
-                                     if getattr(c, "aggregative", False))
-        raise ConfigError(f"algorithm {name!r} cannot solve the aggregative problem "
-                          f"{problem.name!r}",
-                          f"choose an aggregative method ({', '.join(aggregative_methods)})")
+    _check_problem_kind(name, algorithm_cls, problem.name)
     if topology.directed and algorithm_cls.requires_undirected:
         raise ConfigError(f"algorithm {name!r} needs an undirected graph",
                           "set topology.directed = false")
@@ -418,3 +412,24 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
                     privacy=privacy, run=run, source=description)
     algorithm_cls.validate_config(config)
     return config
+
+
+def _check_problem_kind(name: str, algorithm_cls, problem: str) -> None:
+    """Refuse a method whose ``problem_kind`` is not the kind of ``[problem] name``."""
+    from .methods import ALGORITHMS
+    from .problems.registry import problem_kind, problems_of_kind
+
+    kind, needs = problem_kind(problem), algorithm_cls.problem_kind
+    if kind == needs:
+        return
+    if kind != "consensus":  # a special problem: say which methods solve it
+        methods = sorted(n for n, c in ALGORITHMS.items() if c.problem_kind == kind)
+        raise ConfigError(f"algorithm {name!r} cannot solve the {kind} problem {problem!r}",
+                          f"choose {_a(kind)} method ({', '.join(methods)})")
+    raise ConfigError(f"algorithm {name!r} needs {_a(needs)} problem, not {problem!r}",
+                      f'set [problem] name = "{problems_of_kind(needs)[0]}" (or another '
+                      f"{needs} problem)")
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"

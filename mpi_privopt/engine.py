@@ -263,9 +263,8 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
                        f"{n_agents} agents, {cfg.topology.kind} graph "
                        f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
-        setup_note = getattr(algorithm, "setup_note", "")
-        if setup_note:  # what the method decided at set-up and the user should know
-            _print(stream, f"note: {setup_note}")
+        if algorithm.setup_note:  # what the method decided at set-up and the user should know
+            _print(stream, f"note: {algorithm.setup_note}")
         if problem.reference is not None:
             _print(stream, f"reference optimum: {problem.reference.method}, "
                            f"F(w_c) = {display.number(problem.reference.value)}")

@@ -88,9 +88,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     from .checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
     graph = run_graph(cfg, n_ranks)
-    check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
-    if check_graph is not None:
-        check_graph(cfg, graph)
+    method.check_graph(cfg, graph)  # e.g. a token schedule's graph needs a Hamiltonian cycle
     return cfg, graph
 
 
