@@ -185,7 +185,7 @@ def run_iterations(run_dir: str | Path) -> int | None:
 def refuse_unsaveable(cfg) -> None:
     """ConfigError when ``run.checkpoint_every`` asks a method that cannot be saved
     between two iterations (its final state, at the run's end, is saved all the same)."""
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     why = ALGORITHMS[cfg.algorithm.name].no_checkpoint
     if why and cfg.run.checkpoint_every:
         raise ConfigError(f"{cfg.algorithm.name!r} cannot be checkpointed: {why}",
@@ -197,7 +197,7 @@ def refuse_unsaveable(cfg) -> None:
 def can_save(s) -> bool:
     """Whether this session's method can be checkpointed between two iterations (and so
     stop at a signal)."""
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     return not ALGORITHMS[s.cfg.algorithm.name].no_checkpoint
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import checkpoint, topology
-from .algorithms import ALGORITHMS
+from .methods import ALGORITHMS
 from .checkpoint import CheckpointWriteError, fault, resume_command
 from .errors import UserError
 from .monitor import Evaluation

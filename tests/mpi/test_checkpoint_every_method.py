@@ -21,7 +21,7 @@ import pytest
 from mpi4py import MPI
 
 from mpi_privopt import checkpoint
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.results import read_metrics
