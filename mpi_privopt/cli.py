@@ -33,13 +33,14 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from .prelaunch import resume_config, validate_before_mpi
+    from .prelaunch import preload_for_rank_0, resume_config, validate_before_mpi
     # the run parser leaves CONFIG unset (None) so that a resume can tell "default" typed
     # by the user, which it refuses, from no CONFIG at all
     config, out = args.config or DEFAULT_EXPERIMENT, args.out
     if args.resume:  # the run's own config and directory (checked before MPI starts)
         config, out = resume_config(args.resume, args.config, args.out, args.overrides)
     validate_before_mpi(config, args.overrides, resume=args.resume)  # bad input: exit 2
+    preload_for_rank_0()
     from .engine import run
     cfg = load_agreed_config(config, args.overrides)
     _note_single_agent()

@@ -12,12 +12,6 @@ The graph is drawn by one task per host too, across jobs; the others read its ve
 the edge list or the error, without importing networkx (:func:`run_graph`,
 :mod:`mpi_privopt.graph_cache`).
 
-Nothing is imported here for rank 0's later work: rank 0 loads scipy when it first needs
-it, inside :func:`mpi_privopt.collective.computed_once`, while the other ranks wait
-asleep. (Loading it here, before ``MPI_Init``, made rank 0 the last task to reach
-``MPI_Init``, and MPICH's ``MPI_Init`` polls: the other K - 1 tasks took the cores rank 0
-needed, about 8 s at 50 ranks on 2 cores; docs/performance.md, section 8.)
-
 Nothing here imports mpi4py (a test checks it).
 """
 from __future__ import annotations
@@ -28,8 +22,12 @@ import time
 
 from .config import Config, load_config
 
-__all__ = ["build_graph", "check_run_input", "check_verdict_of", "resume_config",
-           "run_graph", "validate_before_mpi"]
+__all__ = ["build_graph", "check_run_input", "check_verdict_of", "preload_for_rank_0",
+           "resume_config", "run_graph", "validate_before_mpi"]
+
+#: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
+#: epsilon conversions) and the other ranks do not import at all
+RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
 
 
 def _graph_inputs(cfg: Config, n_ranks: int) -> dict:
@@ -95,6 +93,24 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     if check_graph is not None:
         check_graph(cfg, graph)
     return cfg, graph
+
+
+def preload_for_rank_0() -> None:
+    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
+
+    Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
+    the reference solution) while the others wait in a collective call, and an MPI wait
+    polls: with K ranks on a few cores, a second of imports on rank 0 then takes many
+    seconds of wall time. Before MPI starts the others wait in the launcher's barrier
+    without using a core (measured with MPICH at 50 ranks: a task that waits 7 s in
+    ``MPI_Init`` for a late task 0 uses 0.16 s of CPU), whereas inside
+    :func:`~mpi_privopt.collective.computed_once` they test for it every millisecond.
+    """
+    from .entrypoint import announced_rank
+    if announced_rank(os.environ) == 0:
+        import importlib
+        for name in RANK_0_LIBRARIES:
+            importlib.import_module(name)
 
 
 def resume_config(run_dir: str, config: str | None, out: str | None,
