@@ -28,6 +28,8 @@ __all__ = ["build_graph", "check_run_input", "check_verdict_of", "preload_for_ra
 #: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
 #: epsilon conversions) and the other ranks do not import at all
 RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
+#: the key of this job's check (:func:`validate_before_mpi`), for the gate before MPI_Init
+_job_key: str | None = None
 
 
 def _graph_inputs(cfg: Config, n_ranks: int) -> dict:
@@ -99,18 +101,24 @@ def preload_for_rank_0() -> None:
     """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
 
     Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
-    the reference solution) while the others wait in a collective call, and an MPI wait
-    polls: with K ranks on a few cores, a second of imports on rank 0 then takes many
-    seconds of wall time. Before MPI starts the others wait in the launcher's barrier
-    without using a core (measured with MPICH at 50 ranks: a task that waits 7 s in
-    ``MPI_Init`` for a late task 0 uses 0.16 s of CPU), whereas inside
-    :func:`~mpi_privopt.collective.computed_once` they test for it every millisecond.
+    the reference solution) while the others wait in a collective call, testing for it
+    every millisecond: with K ranks on a few cores, a second of imports on rank 0 then
+    takes several seconds of wall time. Here, before MPI starts, the other tasks of the
+    job on task 0's host sleep until task 0 is done
+    (:func:`~mpi_privopt.check_verdict.wait_at_gate`), then all start MPI together.
+    (Waiting inside ``MPI_Init`` instead, MPICH keeps testing: measured at 50 ranks, a
+    task waiting 7 s there used 0.16 s of CPU, about a core for the 49 of them.)
     """
+    from .check_verdict import open_gate, wait_at_gate
     from .entrypoint import announced_rank
     if announced_rank(os.environ) == 0:
         import importlib
         for name in RANK_0_LIBRARIES:
             importlib.import_module(name)
+        if _job_key is not None:
+            open_gate(_job_key)
+    elif _job_key is not None:
+        wait_at_gate(_job_key)
 
 
 def resume_config(run_dir: str, config: str | None, out: str | None,
@@ -161,9 +169,12 @@ def validate_before_mpi(config: str | None, overrides: list[str],
         return check_verdict_of(config, overrides, n_ranks, resume)
 
     if n_ranks > 1:
-        from .check_verdict import check_key, check_once_per_host
-        verdict = check_once_per_host(
-            check_key(config, overrides, n_ranks, resume, os.environ), check)
+        from .check_verdict import announce_task_0, check_key, check_once_per_host
+        global _job_key
+        _job_key = check_key(config, overrides, n_ranks, resume, os.environ)
+        if announced_rank(os.environ) == 0:
+            announce_task_0(_job_key)
+        verdict = check_once_per_host(_job_key, check)
     else:
         verdict = check()
     if verdict.error is not None:

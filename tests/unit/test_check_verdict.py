@@ -149,3 +149,51 @@ def test_good_input_passes_on_every_task_and_task_0_prints_the_notes(cache):
     assert [(status, out) for status, out, _ in results] == [(0, "passed\n")] * 4, results
     assert "mpi_privopt: warning: the noise" in results[0][2]
     assert [err for _, _, err in results[1:]] == ["", "", ""]
+
+
+def test_the_gate_is_passed_at_once_without_task_0_on_the_host(cache):
+    check_verdict.wait_at_gate(_key())  # no task0 marker: another node, or no cache
+    assert not list(cache.glob("*.ready"))
+
+
+def test_the_gate_holds_the_others_until_task_0_opens_it(cache, monkeypatch):
+    import threading
+    key = _key()
+    cache.mkdir(parents=True, mode=0o700)
+    check_verdict.announce_task_0(key)
+    opened = threading.Timer(0.2, check_verdict.open_gate, [key])
+    opened.start()
+    check_verdict.wait_at_gate(key)
+    assert (cache / f"{key}.ready").exists()  # returned because task 0 opened it
+    opened.join()
+
+
+def test_a_gate_never_opened_is_left_after_the_longest_wait(cache, monkeypatch):
+    key = _key()
+    cache.mkdir(parents=True, mode=0o700)
+    check_verdict.announce_task_0(key)
+    monkeypatch.setattr(check_verdict, "GATE_WAIT_SECONDS", 0.05)
+    check_verdict.wait_at_gate(key)  # returns: a task 0 that died never hangs the others
+    assert not (cache / f"{key}.ready").exists()
+
+
+def test_task_0_preloads_and_the_others_start_after_it(cache):
+    # four tasks of one job, as the command line runs them before MPI: the workers leave
+    # the gate only once task 0 has loaded scipy (the ready mark is written after)
+    code = ("import os, sys, time\n"
+            "from mpi_privopt import prelaunch\n"
+            "prelaunch.validate_before_mpi('default', [])\n"
+            "prelaunch.preload_for_rank_0()\n"
+            "print(time.time(), 'scipy.optimize' in sys.modules)\n")
+    tasks = [subprocess.Popen([sys.executable, "-c", code],
+                              env=child_env({graph_cache.CACHE_ENV: str(cache.parent),
+                                             "PMI_SIZE": "4", "PMI_RANK": str(rank)}),
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for rank in range(4)]
+    results = [task.communicate(timeout=TIME_LIMIT) for task in tasks]
+    assert all(task.returncode == 0 for task in tasks), results
+    lines = [out.split() for out, _ in results]
+    assert [loaded for _, loaded in lines] == ["True", "False", "False", "False"]
+    (ready,) = cache.glob("*.ready")
+    (task0,) = cache.glob("*.task0")
+    assert ready.stem == task0.stem  # the job's own key
