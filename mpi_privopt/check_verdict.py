@@ -38,7 +38,7 @@ __all__ = ["Verdict", "check_once_per_host", "job_identity", "check_key", "JOB_V
            "announce_task_0", "open_gate", "wait_at_gate"]
 
 #: the verdict files' format; a change makes every older verdict unread
-FORMAT = 1
+FORMAT = 2
 #: what launchers set to name the job (and its step), where they name it at all
 JOB_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
                  "OMPI_MCA_orte_ess_jobid", "PBS_JOBID", "LSB_JOBID")
@@ -47,10 +47,12 @@ JOB_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NAMESPACE", "OMPI_MCA_es
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of a pre-MPI check: ``error`` (the message to print, None if the input is
-    good) and ``notes`` (what task 0 prints before a good run starts)."""
+    good), ``notes`` (what task 0 prints before a good run starts) and ``preload`` (the
+    modules task 0 loads before MPI starts: :func:`~mpi_privopt.prelaunch.preload_for_rank_0`)."""
 
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    preload: list[str] = field(default_factory=list)
 
 
 def _start_time(pid: int) -> str:
@@ -198,7 +200,7 @@ def _write(path: Path, key: str, verdict: Verdict) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump({"format": FORMAT, "key": key, "error": verdict.error,
-                           "notes": list(verdict.notes)}, f)
+                           "notes": list(verdict.notes), "preload": list(verdict.preload)}, f)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -213,11 +215,12 @@ def _read(path: Path, key: str) -> Verdict | None:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        error, notes = data["error"], data["notes"]
+        error, notes, preload = data["error"], data["notes"], data["preload"]
         if (data["format"] != FORMAT or data["key"] != key
                 or not (error is None or isinstance(error, str))
-                or not isinstance(notes, list) or not all(isinstance(n, str) for n in notes)):
+                or not all(isinstance(x, list) and all(isinstance(n, str) for n in x)
+                           for x in (notes, preload))):
             return None
-        return Verdict(error, notes)
+        return Verdict(error, notes, preload)
     except (OSError, ValueError, KeyError, TypeError):
         return None

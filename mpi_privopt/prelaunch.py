@@ -28,8 +28,13 @@ __all__ = ["build_graph", "check_run_input", "check_verdict_of", "preload_for_ra
 #: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
 #: epsilon conversions) and the other ranks do not import at all
 RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
+#: what rank 0 also loads for a finite budget: the budget's calibration (``Budget.of``,
+#: ``calibrate_gdp_mu``), which loads scipy.stats
+BUDGET_LIBRARIES = ("dp_accounting.gaussian_mechanism",)
 #: the key of this job's check (:func:`validate_before_mpi`), for the gate before MPI_Init
 _job_key: str | None = None
+#: what the check said task 0 should load before MPI starts (None: no check ran)
+_preload: list[str] | None = None
 
 
 def _graph_inputs(cfg: Config, n_ranks: int) -> dict:
@@ -98,7 +103,8 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
 
 
 def preload_for_rank_0() -> None:
-    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
+    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts
+    (and :data:`BUDGET_LIBRARIES` for a finite budget: the check's verdict lists them).
 
     Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
     the reference solution) while the others wait in a collective call, testing for it
@@ -113,7 +119,7 @@ def preload_for_rank_0() -> None:
     from .entrypoint import announced_rank
     if announced_rank(os.environ) == 0:
         import importlib
-        for name in RANK_0_LIBRARIES:
+        for name in RANK_0_LIBRARIES if _preload is None else _preload:
             importlib.import_module(name)
         if _job_key is not None:
             open_gate(_job_key)
@@ -179,6 +185,8 @@ def validate_before_mpi(config: str | None, overrides: list[str],
         verdict = check()
     if verdict.error is not None:
         _leave(verdict.error)
+    global _preload
+    _preload = list(verdict.preload)
     if announced_rank(os.environ) == 0:
         for note in verdict.notes:
             print(note, file=sys.stderr, flush=True)
@@ -192,13 +200,16 @@ def check_verdict_of(config: str | None, overrides: list[str], n_ranks: int,
     from .errors import UserError
     try:
         cfg, graph = check_run_input(config, overrides, n_ranks)
+        import math
+        preload = [*RANK_0_LIBRARIES,
+                   *(BUDGET_LIBRARIES if math.isfinite(cfg.privacy.epsilon) else ())]
         if resume:
             from .checkpoint import check_resume_input
             check_resume_input(resume, cfg, graph, n_ranks)
-            return Verdict()
+            return Verdict(preload=preload)
         # a schedule that cannot be calibrated is an error too
         from .commands.noise_outlook import prelaunch_notes
-        return Verdict(notes=list(prelaunch_notes(config, overrides, cfg)))
+        return Verdict(notes=list(prelaunch_notes(config, overrides, cfg)), preload=preload)
     except UserError as err:
         return Verdict(error=str(err))
 

@@ -11,7 +11,7 @@ import pytest
 from launch_util import child_env
 from mpi_privopt import check_verdict, graph_cache
 from mpi_privopt.check_verdict import Verdict, check_key, check_once_per_host
-from mpi_privopt.prelaunch import check_verdict_of
+from mpi_privopt.prelaunch import BUDGET_LIBRARIES, RANK_0_LIBRARIES, check_verdict_of
 
 TIME_LIMIT = 120
 
@@ -81,11 +81,12 @@ def test_another_job_checks_again(cache, monkeypatch):
 
 @pytest.mark.parametrize("damage", [
     "not json", "{}", '{"format": 1}', "[1, 2]",
-    json.dumps({"format": 1, "key": "another", "error": None, "notes": []}),
+    json.dumps({"format": 2, "key": "another", "error": None, "notes": [], "preload": []}),
     json.dumps({"format": 99, "key": "KEY", "error": None, "notes": []}),
-    json.dumps({"format": 1, "key": "KEY", "error": 3, "notes": []}),
-    json.dumps({"format": 1, "key": "KEY", "error": None, "notes": "a note"}),
-    json.dumps({"format": 1, "key": "KEY", "error": None, "notes": [1]})])
+    json.dumps({"format": 2, "key": "KEY", "error": 3, "notes": [], "preload": []}),
+    json.dumps({"format": 2, "key": "KEY", "error": None, "notes": "a note", "preload": []}),
+    json.dumps({"format": 2, "key": "KEY", "error": None, "notes": [1], "preload": []}),
+    json.dumps({"format": 2, "key": "KEY", "error": None, "notes": [], "preload": "scipy"})])
 def test_a_stale_or_damaged_verdict_is_ignored_and_replaced(cache, damage):
     key = _key()
     cache.mkdir(parents=True, mode=0o700)
@@ -115,7 +116,12 @@ def test_old_verdicts_are_pruned(cache):
 
 
 def test_the_verdict_is_the_checks_outcome():
-    assert check_verdict_of("default", [], 4) == Verdict()
+    good = check_verdict_of("default", [], 4)
+    assert good.error is None and good.notes == []
+    # what task 0 loads before MPI: the calibration's libraries only for a finite budget
+    assert good.preload == [*RANK_0_LIBRARIES, *BUDGET_LIBRARIES]
+    assert check_verdict_of("default", ["algorithm.name=dgd", "privacy.epsilon=inf"],
+                            4).preload == list(RANK_0_LIBRARIES)
     bad = check_verdict_of("default", ["topology.kind=nope"], 4)
     assert bad.error.startswith("unknown topology.kind 'nope'") and "how to fix" in bad.error
     assert check_verdict_of("default", ["run.iterations=3000"], 4).notes  # the noise warning
@@ -194,6 +200,7 @@ def test_task_0_preloads_and_the_others_start_after_it(cache):
     assert all(task.returncode == 0 for task in tasks), results
     lines = [out.split() for out, _ in results]
     assert [loaded for _, loaded in lines] == ["True", "False", "False", "False"]
+    assert "dp_accounting.gaussian_mechanism" in json.loads(next(cache.glob("*.json")).read_text())["preload"]
     (ready,) = cache.glob("*.ready")
     (task0,) = cache.glob("*.task0")
     assert ready.stem == task0.stem  # the job's own key
