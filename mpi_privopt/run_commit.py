@@ -47,7 +47,7 @@ from .privacy.report import privacy_report
 from .problems.metrics import REFERENCE
 from .results import write_agent_model
 from .summary import EVALUATION_NOTES, RunSummary, format_summary
-from .traffic import assemble_matrices
+from .network.traffic import assemble_matrices
 
 __all__ = ["ResultsWriteError", "RunResult", "SignalHold", "build_summary", "finish"]
 
