@@ -455,10 +455,9 @@ def refuse_overspend(s, first: int) -> None:
     ``planned_events``) are held by the ledger's guard, release by release."""
     from .privacy.accountants import Budget
     ledger, last = s.ledger, s.cfg.run.iterations
-    plan = getattr(s.algorithm, "planned_events", None)
-    if math.isinf(ledger.budget) or plan is None:
+    if math.isinf(ledger.budget):
         return
-    events = plan(first, last)
+    events = s.algorithm.planned_events(first, last)
     if events is None:
         return
     after = ledger.total
@@ -655,11 +654,10 @@ def resume_session(s) -> None:
     s.eval_seconds = s.resumed.eval_seconds
     s.checkpoints.saved_at = s.resumed.iteration  # the end's commit does not write it again
     finishing = s.resumed.iteration == s.cfg.run.iterations
-    extend = getattr(s.algorithm, "extend", None)
-    if not finishing and extend is not None:
+    if not finishing:
         # a method whose public plan covers only the iterations it was set up for takes
         # the longer one from the resume's fresh set-up (token-admm's schedule)
-        agree(s.eval_comm, lambda: extend(fresh, s.cfg.run.iterations))
+        agree(s.eval_comm, lambda: s.algorithm.extend(fresh, s.cfg.run.iterations))
     if not finishing:
         agree(s.eval_comm, lambda: refuse_overspend(s, s.resumed.iteration + 1))
     if s.directory is not None:
