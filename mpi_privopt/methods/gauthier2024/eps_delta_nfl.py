@@ -6,7 +6,8 @@ import dataclasses
 import numpy as np
 
 from ...errors import ConfigError
-from ...privacy.calibration import basic_composition_gaussian_schedule, basic_composition_schedule
+from ...privacy.classical_calibration import (basic_composition_gaussian_schedule,
+                                              basic_composition_schedule)
 from ..baselines.admm import ConsensusState
 from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
