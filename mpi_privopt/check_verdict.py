@@ -215,12 +215,12 @@ def _read(path: Path, key: str) -> Verdict | None:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        error, notes, preload = data["error"], data["notes"], data["preload"]
+        error, printed, preload = data["error"], data["notes"], data["preload"]
         if (data["format"] != FORMAT or data["key"] != key
                 or not (error is None or isinstance(error, str))
                 or not all(isinstance(x, list) and all(isinstance(n, str) for n in x)
-                           for x in (notes, preload))):
+                           for x in (printed, preload))):
             return None
-        return Verdict(error, notes, preload)
+        return Verdict(error, printed, preload)
     except (OSError, ValueError, KeyError, TypeError):
         return None
