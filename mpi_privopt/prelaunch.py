@@ -83,7 +83,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     cfg = load_config(config, overrides)
     method = ALGORITHMS[cfg.algorithm.name]
     method.check_agent_count(n_ranks)
-    from .checkpoint import refuse_unsaveable
+    from .services.checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
     graph = run_graph(cfg, n_ranks)
     check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
@@ -95,7 +95,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
 def preload_for_rank_0() -> None:
     """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
 
-    Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
+    Rank 0 computes what every rank needs once (:func:`mpi_privopt.mpiutil.computed_once`,
     the reference solution) while the others wait in a collective call, and an MPI wait
     polls: with K ranks on a few cores, a second of imports on rank 0 then takes many
     seconds of wall time. Before MPI starts the others wait in the launcher's barrier
@@ -151,7 +151,7 @@ def validate_before_mpi(config: str | None, overrides: list[str],
     try:
         cfg, graph = check_run_input(config, overrides, announced_size(os.environ))
         if resume:
-            from .checkpoint import check_resume_input
+            from .services.resume import check_resume_input
             check_resume_input(resume, cfg, graph, announced_size(os.environ))
         else:  # every task computes them (a schedule that cannot be calibrated: all leave)
             from .commands.noise_outlook import prelaunch_notes

@@ -109,7 +109,7 @@ class Algorithm(ABC):
     #: something at set-up cannot run alone)
     min_agents: ClassVar[int] = 1
     #: why the method cannot be checkpointed ("" = it can: its whole state between two
-    #: iterations is in its agent's objects; mpi_privopt/checkpoint.py)
+    #: iterations is in its agent's objects; mpi_privopt/services/checkpoint.py)
     no_checkpoint: ClassVar[str] = ""
 
     @dataclasses.dataclass
@@ -193,8 +193,8 @@ class Algorithm(ABC):
         when the method knows them before it runs (its noise schedule is public).
 
         A resume asks, and is refused before any release when they would take the agent
-        past ``privacy.epsilon`` (mpi_privopt/checkpoint.py). None (the default): not known
-        ahead; the ledger's guard then refuses the first release over the budget.
+        past ``privacy.epsilon`` (mpi_privopt/services/resume.py). None (the default): not
+        known ahead; the ledger's guard then refuses the first release over the budget.
         """
         return None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from ..collective import agree
+from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from ..progress import add_progress_arguments, progress_mode
+from ..services.progress import add_progress_arguments, progress_mode
 from .verdict import EXIT_STATUS, FAIL, INCONCLUSIVE, PASS
 
 
@@ -111,7 +111,7 @@ def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
     """A non-private run: its loss is unbounded; run the attack on it instead."""
     from ..attacks.inversion import SUPPORTED
     from ..attacks.runner import run_attack
-    from ..collective import agree
+    from ..mpiutil import agree
     from ..engine import build_graph
 
     name = cfg.algorithm.name

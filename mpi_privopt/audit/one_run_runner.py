@@ -28,7 +28,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import display
-from ..collective import agree
+from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError
