@@ -33,7 +33,7 @@ from mpi4py import MPI
 
 from . import display, problems, topology
 from .agent import Agent
-from .algorithms.dgd import DGD
+from .methods.baselines.dgd import DGD
 from .services.stop_signal import StopOnSignal
 from .config import load_config
 from .network import Network

@@ -114,7 +114,7 @@ def cmd_check(args) -> int:
     from .prelaunch import check_run_input
     from .topology import describe
 
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
 
     cfg, graph = check_run_input(args.config, args.overrides, args.ranks)
     data = [problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
@@ -151,7 +151,7 @@ def cmd_check(args) -> int:
 
 def cmd_list(args) -> int:
     from . import display
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     from .config import packaged_experiments
     from .problems import PROBLEMS
     from .topology import TOPOLOGIES

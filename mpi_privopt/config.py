@@ -297,7 +297,7 @@ def load_config(source: str | None = None, overrides: list[str] | None = None) -
 
 def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     from .privacy.noise import NOISE_MODES
     from .services.divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config

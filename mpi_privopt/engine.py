@@ -31,7 +31,7 @@ from mpi4py import MPI
 
 from . import display, topology
 from .agent import Agent
-from .algorithms import ALGORITHMS
+from .methods import ALGORITHMS
 from .mpiutil import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError

@@ -2,7 +2,7 @@
 agree on, and leave on a user error with one message and no hang.
 
 Shared by the command line (:mod:`mpi_privopt.cli`) and the attack runner
-(``python -m mpi_privopt.attacks``), so that neither imports the other.
+(``python -m mpi_privopt.methods.gade2017.attacks``), so that neither imports the other.
 """
 from __future__ import annotations
 

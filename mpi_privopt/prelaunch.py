@@ -79,7 +79,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     ``graph`` is a :class:`~.topology.LightGraph` (:func:`run_graph`). Raises the
     UserError of the first problem found.
     """
-    from .algorithms import ALGORITHMS
+    from .methods import ALGORITHMS
     cfg = load_config(config, overrides)
     method = ALGORITHMS[cfg.algorithm.name]
     method.check_agent_count(n_ranks)

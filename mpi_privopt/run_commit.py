@@ -38,7 +38,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import topology
-from .algorithms import ALGORITHMS
+from .methods import ALGORITHMS
 from .errors import UserError
 from .monitor import Evaluation
 from .network import wait_sleeping

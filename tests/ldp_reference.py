@@ -1,7 +1,7 @@
 """A single-process, vectorised Algorithm 1 (Chen & Wang 2025) on the quadratic instance.
 
 Written from the equations (docs/methods/chen2025.md, "Algorithm 1"), independently of
-``mpi_privopt.algorithms``: the whole
+``mpi_privopt.methods``: the whole
 network is a few (m x .) arrays, the neighbour sums are one matrix product with the
 off-diagonal part of A = I + W, and the quadratic's empirical functions are written out
 from its definition (docs/methods/chen2025.md, "Quadratic test instance"). It is fed the same

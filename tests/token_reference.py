@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpi_privopt import walks
-from mpi_privopt.algorithms.gradient_admm import ElasticNetPenalty, iteration
+from mpi_privopt.methods.chan2023.gradient_admm import ElasticNetPenalty, iteration
 from mpi_privopt.problems.datasets.singular import make_singular
 
 CHAIN_NOISE_TAG = 0x4E010003

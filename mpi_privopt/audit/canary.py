@@ -10,8 +10,8 @@ zero gradient) to the gradient the method uses.
 A :data:`COUNTERFACTUALS` entry is called by the audit harness at the moment the target's
 mechanism releases, before the method has changed any state, and returns ``clean(g)``: the
 clean value this step would release had the canary term ``g`` been added to its gradient,
-computed by the method's own step functions (:func:`~mpi_privopt.algorithms.admm.linearised_primal`,
-:meth:`~mpi_privopt.algorithms.p_admm.PADMM.local_minimiser`, ...). The run on the wire is
+computed by the method's own step functions (:func:`~mpi_privopt.methods.baselines.admm.linearised_primal`,
+:meth:`~mpi_privopt.methods.gauthier2024.p_admm.PADMM.local_minimiser`, ...). The run on the wire is
 the midpoint world; the harness checks that ``clean(0)`` is the value the method really
 released, so an entry that drifts from its method fails loudly.
 """
@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..algorithms.admm import linearised_primal
-from ..algorithms.steps import step_size
+from ..methods.baselines.admm import linearised_primal
+from ..methods.steps import step_size
 from ..errors import ConfigError
 
 __all__ = ["COUNTERFACTUALS", "canary_direction", "canary_gradient", "counterfactual"]
@@ -98,7 +98,7 @@ COUNTERFACTUALS: dict[str, Callable[[object, int], Clean]] = {
 }
 
 
-#: audited methods with a harness of their own (audit/token.py, audit/aggregative.py)
+#: audited methods with a harness of their own (methods/chan2023/audit.py, methods/chen2025/audit.py)
 OWN_HARNESS = ("token-admm", "ldp-aggregative")
 
 

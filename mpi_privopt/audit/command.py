@@ -109,8 +109,8 @@ def _leave(verdict: str) -> int:
 
 def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
     """A non-private run: its loss is unbounded; run the attack on it instead."""
-    from ..attacks.inversion import SUPPORTED
-    from ..attacks.runner import run_attack
+    from ..methods.gade2017.attacks.inversion import SUPPORTED
+    from ..methods.gade2017.attacks.runner import run_attack
     from ..mpiutil import agree
     from ..engine import build_graph
 

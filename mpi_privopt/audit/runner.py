@@ -33,7 +33,7 @@ from time import perf_counter
 from mpi4py import MPI
 
 from .. import display
-from ..algorithms import ALGORITHMS
+from ..methods import ALGORITHMS
 from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
@@ -43,9 +43,9 @@ from . import stats
 from .canary import canary_direction, counterfactual
 from .harness import (MEMBERSHIP_NOISE, MembershipTrials, TrialHarness, WireRecorder,
                       audit_noise, link_residuals, mechanism_of, trial_worlds)
-from .aggregative import (AggregativeTrials, check_aggregative_audit, format_pure_report,
+from ..methods.chen2025.audit import (AggregativeTrials, check_aggregative_audit, format_pure_report,
                           summarise_pure)
-from .token import TokenTrials, check_token_audit, token_link
+from ..methods.chan2023.audit import TokenTrials, check_token_audit, token_link
 from .verdict import PASS, decide, format_verdict
 
 __all__ = ["TEST_LEVEL", "DEFAULT_CONFIDENCE", "planned_mu", "run_audit", "is_auditable"]

@@ -85,7 +85,7 @@ def noise_warning(cfg, data_scale: float | None) -> str | None:
         The largest absolute value in any agent's data (features and labels); None when
         the data were not read (``run`` before MPI): an absolute schedule is not judged.
     """
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     schedule = ALGORITHMS[cfg.algorithm.name].noise_schedule(cfg)
     if schedule is None or (data_scale is None and not schedule.relative):
         return None
@@ -110,7 +110,7 @@ def noise_warning(cfg, data_scale: float | None) -> str | None:
 
 def calibration_horizon(cfg) -> int:
     """The T a method with a noise schedule calibrates its budget over."""
-    from ..algorithms.perturbed import noise_horizon, run_budget
+    from ..methods.perturbed import noise_horizon, run_budget
     return noise_horizon(run_budget(cfg), cfg.algorithm.params)
 
 
@@ -132,7 +132,7 @@ def _with_epsilon(cfg, epsilon: float):
 def _multiplier(cfg, epsilon: float, n: int) -> float | None:
     """sigma / sensitivity of release ``n`` under ``cfg`` with budget ``epsilon`` (the
     method's own calibration); None where it cannot be calibrated."""
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     try:
         with np.errstate(over="ignore"):
             schedule = ALGORITHMS[cfg.algorithm.name].noise_schedule(_with_epsilon(cfg, epsilon))
@@ -176,7 +176,7 @@ def epsilon_for(cfg, target: float, n: int | None = None) -> float | None:
     another release is then the worst and above ``target``, again for that one (a few
     rounds at most: each only raises the budget).
     """
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     method = ALGORITHMS[cfg.algorithm.name]
     T = calibration_horizon(cfg)
     if n is None:
@@ -208,7 +208,7 @@ def horizon_outlook(cfg, own) -> list[str]:
     relative schedule calibrated to a budget, or when the noise grows by less than
     :data:`NOTABLE_GROWTH` (largest sigma / sensitivity over the releases).
     """
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     method = ALGORITHMS[cfg.algorithm.name]
     if not math.isfinite(cfg.privacy.epsilon):
         return []

@@ -1,6 +1,7 @@
 """Paper reproductions: ``python -m mpi_privopt reproduce NAME [options]``.
 
-Each module here named after a paper (e.g. ``gade2017``) provides
+Each method family that reproduces its paper has a ``reproduce`` package
+(e.g. ``mpi_privopt/methods/gade2017/reproduce/``) whose ``__init__`` provides
 ``main(argv: list[str]) -> int``, parses its own options, launches the runs under
 mpiexec, and writes figures (PNG) with the CSV behind each one.
 """
@@ -14,7 +15,6 @@ import importlib
 import importlib.util
 import json
 import os
-import pkgutil
 import shutil
 import subprocess
 import sys
@@ -26,8 +26,11 @@ from pathlib import Path
 
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
+from ..methods import FAMILIES
 from ..services.progress import progress_line
 from ..watching import TERMINAL_VARIABLE
+
+_METHODS = "mpi_privopt.methods"
 
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
 log = functools.partial(print, flush=True)
@@ -268,13 +271,14 @@ def redraw(folder: Path, draw, name: str) -> int:
 
 def available() -> list[str]:
     """Names of the reproductions shipped in this package."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return sorted(family for family in FAMILIES
+                  if importlib.util.find_spec(f"{_METHODS}.{family}.reproduce") is not None)
 
 
 def title(name: str) -> str:
     """The first paragraph of reproduction ``name``'s module docstring, read from its file
     without importing it (``reproduce --help`` works without the reproduce extra)."""
-    path = Path(__file__).with_name(f"{name}.py")
+    path = Path(importlib.util.find_spec(f"{_METHODS}.{name}.reproduce").origin)
     doc = ast.get_docstring(ast.parse(path.read_text())) or name
     first = " ".join(doc.split("\n\n")[0].split())
     return first.removeprefix("Reproduction of ").rstrip(".")
@@ -332,7 +336,7 @@ def run(name: str, argv: list[str]) -> int:
                           f"available: {', '.join(available()) or 'none yet'}")
     if not {"-h", "--help"} & set(argv):
         check_extras(name)
-    module = importlib.import_module(f"{__name__}.{name}")
+    module = importlib.import_module(f"{_METHODS}.{name}.reproduce")
     # --quiet / --progress: the progress line over the runs (every reproduction alike)
     modes = [PROGRESS_FLAGS[a] for a in argv if a in PROGRESS_FLAGS]
     PROGRESS["mode"] = "off" if "off" in modes else ("on" if modes else "auto")

@@ -39,7 +39,7 @@ __all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsav
 def refuse_unsaveable(cfg) -> None:
     """ConfigError when ``run.checkpoint_every`` asks a method that cannot be saved
     between two iterations (its final state, at the run's end, is saved all the same)."""
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     why = ALGORITHMS[cfg.algorithm.name].no_checkpoint
     if why and cfg.run.checkpoint_every:
         raise ConfigError(f"{cfg.algorithm.name!r} cannot be checkpointed: {why}",
@@ -51,7 +51,7 @@ def refuse_unsaveable(cfg) -> None:
 def can_save(cfg) -> bool:
     """Whether the method of ``cfg`` can be checkpointed between two iterations (and so
     stop at a signal)."""
-    from ..algorithms import ALGORITHMS
+    from ..methods import ALGORITHMS
     return not ALGORITHMS[cfg.algorithm.name].no_checkpoint
 
 

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from mpi_privopt.reproduce._chan2023 import distributed
+from mpi_privopt.methods.chan2023.reproduce import distributed
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("matplotlib", reason="reproduce chan2023 needs matplotlib")

@@ -18,10 +18,10 @@ RANK = Path(__file__).resolve().parents[1] / "bench" / "scale_rank.py"
 
 def test_the_engine_and_the_default_method_import_no_scipy_submodule():
     code = ("import sys, mpi_privopt.engine, mpi_privopt.cli\n"
-            "from mpi_privopt.algorithms import ALGORITHMS\n"
+            "from mpi_privopt.methods import ALGORITHMS\n"
             "ALGORITHMS['zcdp-nfl']\n"
             f"print([m for m in {NOT_ON_WORKERS!r} if m in sys.modules])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('mpi_privopt.algorithms.')))")
+            "print(sorted(m for m in sys.modules if m.startswith('mpi_privopt.methods.')))")
     proc = run_child([sys.executable, "-c", code], timeout=120)
     assert proc.returncode == 0, proc.stderr
     heavy, algorithms = proc.stdout.splitlines()

@@ -1,6 +1,6 @@
 """The contract cases: how each registered algorithm is run by ``test_contract.py``.
 
-Every key of ``mpi_privopt.algorithms.ALGORITHMS`` needs one :class:`Case` here; the
+Every key of ``mpi_privopt.methods.ALGORITHMS`` needs one :class:`Case` here; the
 contract test fails for a registered algorithm without one (see :func:`case_for`).
 
 All cases share one small problem (:data:`BASE`: ridge, M_k = 20 samples, P = 4 features,
@@ -238,7 +238,7 @@ def case_for(name: str) -> Case:
     """The contract case of algorithm ``name``; a clear failure when it has none."""
     if name not in CASES:
         raise LookupError(
-            f"algorithm {name!r} is registered (mpi_privopt.algorithms.ALGORITHMS) but has no "
+            f"algorithm {name!r} is registered (mpi_privopt.methods.ALGORITHMS) but has no "
             f"contract case: add one to tests/mpi/contract_cases.py (CASES) with the overrides "
             f"that switch its noise off, its noisy configuration, the tolerance it reaches "
             f"the optimum to in {CONVERGENCE_ITERATIONS} iterations (and why), and the "

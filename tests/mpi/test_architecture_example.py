@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpi_privopt.algorithms import ALGORITHMS, Algorithm, register
+from mpi_privopt.methods import ALGORITHMS, Algorithm, register
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.privacy.mechanisms import GaussianMechanism

@@ -20,7 +20,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from mpi_privopt.algorithms.perturbed import IterateRelease
+from mpi_privopt.methods.perturbed import IterateRelease
 from mpi_privopt.audit.runner import run_audit
 from mpi_privopt.config import load_config
 from mpi_privopt.network import Network

@@ -28,7 +28,7 @@ import pytest
 from mpi_privopt.audit.runner import run_audit
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.privacy.ldp_budget import BlockBudget
+from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
 from mpi_privopt.privacy.mechanisms import LaplaceMechanism
 from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions, quadratic_parameters
 

@@ -22,7 +22,7 @@ from mpi4py import MPI
 
 from mpi_privopt.services import checkpoint_files, faults
 from mpi_privopt.services.stop_signal import StopOnSignal
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.results import read_metrics

@@ -1,6 +1,6 @@
 """The contract every registered algorithm meets, checked the same way for each under mpiexec.
 
-For every name in ``mpi_privopt.algorithms.ALGORITHMS`` (a new method is picked up by
+For every name in ``mpi_privopt.methods.ALGORITHMS`` (a new method is picked up by
 itself and fails until ``contract_cases.py`` has its case):
 
 (a) noise off, it reaches its problem's solution (final error below the case's tolerance);
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.privacy.accountants import resolve

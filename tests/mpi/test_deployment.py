@@ -167,7 +167,7 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
 sys.path.insert(0, str(Path(__file__).parent))
 from contract_cases import BASE, case_for  # noqa: E402
 
-from mpi_privopt.algorithms import ALGORITHMS  # noqa: E402
+from mpi_privopt.methods import ALGORITHMS  # noqa: E402
 
 #: iterations per method: a few (token-admm: steps of the token)
 FEW = 3

@@ -4,7 +4,7 @@ Target: agent 0. Problem: the random convex polynomial preset (D = 2), X = [-5, 
 """
 import pytest
 
-from mpi_privopt.attacks import SUCCESS_THRESHOLD, run_attack
+from mpi_privopt.methods.gade2017.attacks import SUCCESS_THRESHOLD, run_attack
 from mpi_privopt.config import load_config
 
 BASE = ["problem.name=polynomial", "problem.preset=random", "problem.features=2",

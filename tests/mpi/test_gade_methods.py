@@ -10,7 +10,7 @@ from mpi4py import MPI
 from mpi_privopt import topology
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.privacy.certificate import topology_certificate
+from mpi_privopt.methods.gade2017.certificate import topology_certificate
 
 POLY = ["problem.name=polynomial", "problem.preset=random", "problem.features=2",
         "topology.weights=self-inclusive", "algorithm.box=5.0", "algorithm.init=uniform"]

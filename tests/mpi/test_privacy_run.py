@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mpi_privopt import topology
-from mpi_privopt.algorithms.base import ALGORITHMS, Algorithm, register
+from mpi_privopt.methods.contract import ALGORITHMS, Algorithm, register
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.privacy.calibration import calibrate_phi1, geometric_zcdp_schedule

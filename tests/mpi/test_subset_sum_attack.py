@@ -5,11 +5,11 @@ from itertools import combinations
 
 import pytest
 
-from mpi_privopt.attacks.subset_sum import boundary_links
-from mpi_privopt.attacks import run_subset_sum_attack
+from mpi_privopt.methods.gade2017.attacks.subset_sum import boundary_links
+from mpi_privopt.methods.gade2017.attacks import run_subset_sum_attack
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import build_graph
-from mpi_privopt.privacy.certificate import exposure
+from mpi_privopt.methods.gade2017.certificate import exposure
 
 BASE = ["algorithm.name=fs", "algorithm.sigma=0.5", "algorithm.degree=2",
         "problem.name=polynomial", "problem.preset=random", "problem.features=2",

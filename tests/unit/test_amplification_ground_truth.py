@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from mpi_privopt.algorithms import gradient_admm as admm
+from mpi_privopt.methods.chan2023 import gradient_admm as admm
 from mpi_privopt.privacy.amplification import (AmplificationConstants, amplification_ratio,
                                                midpoint_eta)
 

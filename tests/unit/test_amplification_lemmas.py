@@ -1,6 +1,6 @@
 """The analysis of Chan, Xie & Zhao 2023 checked numerically (docs/methods/chan2023.md).
 
-The shared kernel (mpi_privopt.algorithms.gradient_admm) has A = I, B = -I. Lemmas 6.5 and
+The shared kernel (mpi_privopt.methods.chan2023.gradient_admm) has A = I, B = -I. Lemmas 6.5 and
 7.6 are stated for a general A = [I | D] and B, so this file writes Algorithm 1 for general
 (A, B, c) once (``general_iteration``), independently of the kernel, checks that it agrees
 with the kernel where both apply, and tests the lemmas on both.
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from mpi_privopt.algorithms import gradient_admm as admm
+from mpi_privopt.methods.chan2023 import gradient_admm as admm
 from mpi_privopt.privacy.amplification import contraction_factor, eta_interval, strongly_convex_terms
 
 

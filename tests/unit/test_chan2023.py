@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.reproduce._chan2023 import figures, replay, settings
-from mpi_privopt.reproduce._chan2023.replay import Instance, chain, lfrak_study, sigma_study
-from mpi_privopt.reproduce._chan2023.significance import compare, convergence_iteration
+from mpi_privopt.methods.chan2023.reproduce import figures, replay, settings
+from mpi_privopt.methods.chan2023.reproduce.replay import Instance, chain, lfrak_study, sigma_study
+from mpi_privopt.methods.chan2023.reproduce.significance import compare, convergence_iteration
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,7 @@ def test_the_convex_bound_applies_to_every_table1_case_and_amplifies():
 def test_bad_mode_too_few_runs_and_a_bad_out_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="unknown mode"):
         replay.lfrak_study("paper", 2)
-    from mpi_privopt.reproduce import chan2023
+    from mpi_privopt.methods.chan2023 import reproduce as chan2023
     with pytest.raises(ConfigError, match="--runs 1"):
         chan2023.main(["--runs", "1", "--out", str(tmp_path / "unused")])
     (tmp_path / "file").write_text("")

@@ -9,8 +9,8 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.amplification import convex_constant, local_rho
 from mpi_privopt.privacy.calibration import calibrate_zcdp_total
 from mpi_privopt.privacy.conversions import zcdp_to_eps_tight
-from mpi_privopt.reproduce import chan2023
-from mpi_privopt.reproduce._chan2023 import distributed, observer_figures
+from mpi_privopt.methods.chan2023 import reproduce as chan2023
+from mpi_privopt.methods.chan2023.reproduce import distributed, observer_figures
 
 
 @pytest.mark.parametrize("epsilon", distributed.TARGET_EPSILONS)

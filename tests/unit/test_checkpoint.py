@@ -154,8 +154,8 @@ def test_every_private_method_that_can_resume_plans_its_releases():
     # method without it would be held by the ledger's guard only, at the first release over
     # the budget (docs/reliability.md). A new private method must declare it (token-admm
     # cannot be checkpointed at all).
-    from mpi_privopt.algorithms import ALGORITHMS
-    from mpi_privopt.algorithms.base import Algorithm
+    from mpi_privopt.methods import ALGORITHMS
+    from mpi_privopt.methods.contract import Algorithm
     unplanned = sorted(name for name, cls in ALGORITHMS.items()
                        if cls.private and not cls.no_checkpoint
                        and cls.planned_events is Algorithm.planned_events)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mpi_privopt.config import config_from_dict
-from mpi_privopt.privacy.ldp_budget import BlockBudget
-from mpi_privopt.reproduce._chen2025 import panels, settings
+from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
+from mpi_privopt.methods.chen2025.reproduce import panels, settings
 
 
 def _params(method, dataset="digits"):
@@ -84,7 +84,7 @@ def test_block_budget_is_what_the_curve_sums():
 
 def test_bad_sizes_are_refused_before_any_run():
     from mpi_privopt.errors import ConfigError
-    from mpi_privopt.reproduce import chen2025
+    from mpi_privopt.methods.chen2025 import reproduce as chen2025
 
     for argv in (["--runs", "0"], ["--iterations", "0"], ["--eval-every", "0"]):
         with pytest.raises(ConfigError, match="must be >= 1"):
@@ -92,7 +92,7 @@ def test_bad_sizes_are_refused_before_any_run():
 
 
 def test_tracker_diagnostics_from_the_agents_files(tmp_path):
-    from mpi_privopt.reproduce._chen2025.diagnostics import TrackerLog, tracker_diagnostics
+    from mpi_privopt.methods.chen2025.reproduce.diagnostics import TrackerLog, tracker_diagnostics
 
     class Problem:
         def __init__(self, g):

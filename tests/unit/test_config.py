@@ -151,7 +151,7 @@ def test_a_valid_private_config_loads():
 
 def _choice_fields():
     import dataclasses
-    from mpi_privopt.algorithms import ALGORITHMS
+    from mpi_privopt.methods import ALGORITHMS
     for name, cls in sorted(ALGORITHMS.items()):
         fields = {f.name for f in dataclasses.fields(cls.Params)}
         for key in sorted(set(cls.choices) & fields):
@@ -160,7 +160,7 @@ def _choice_fields():
 
 @pytest.mark.parametrize("name,key", list(_choice_fields()))
 def test_every_option_field_is_checked(name, key):
-    from mpi_privopt.algorithms import ALGORITHMS
+    from mpi_privopt.methods import ALGORITHMS
     cls = ALGORITHMS[name]
     params = cls.Params(**{key: "no-such-option"})
     with pytest.raises(ConfigError, match=f"algorithm.{key} = 'no-such-option' is unknown"):

@@ -21,10 +21,10 @@ matplotlib.use("Agg")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import figure_check  # noqa: E402
 
-from mpi_privopt.reproduce._chan2023 import redraw as chan  # noqa: E402
-from mpi_privopt.reproduce._chen2025 import figures as chen  # noqa: E402
-from mpi_privopt.reproduce._gade2017 import figures as gade  # noqa: E402
-from mpi_privopt.reproduce._gauthier2024 import figures as gauthier  # noqa: E402
+from mpi_privopt.methods.chan2023.reproduce import redraw as chan  # noqa: E402
+from mpi_privopt.methods.chen2025.reproduce import figures as chen  # noqa: E402
+from mpi_privopt.methods.gade2017.reproduce import figures as gade  # noqa: E402
+from mpi_privopt.methods.gauthier2024.reproduce import figures as gauthier  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproductions"
 FOLDERS = {
@@ -171,7 +171,7 @@ def test_redraw_without_a_finished_reproduction_is_one_clear_message(tmp_path, n
 
     from mpi_privopt.errors import ConfigError
 
-    module = importlib.import_module(f"mpi_privopt.reproduce.{name}")
+    module = importlib.import_module(f"mpi_privopt.methods.{name}.reproduce")
     with pytest.raises(ConfigError, match=f"reproduce {name} --redraw: .* is not a directory"):
         module.main(["--redraw", "--out", str(tmp_path / "nowhere")])
     with pytest.raises(ConfigError, match=f"reproduce {name} --redraw: .* is missing"):

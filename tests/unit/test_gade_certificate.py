@@ -5,7 +5,7 @@ import networkx as nx
 import pytest
 
 from mpi_privopt import topology
-from mpi_privopt.privacy.certificate import exposure, topology_certificate
+from mpi_privopt.methods.gade2017.certificate import exposure, topology_certificate
 
 
 def star(n):
@@ -77,7 +77,7 @@ def test_certificate_refuses_bad_input():
 
 
 def test_attack_report_separates_the_graph_certificate_from_the_target():
-    from mpi_privopt.attacks.runner import certificate_entries
+    from mpi_privopt.methods.gade2017.attacks.runner import certificate_entries
 
     # a 5-cycle with a pendant agent 5 on agent 0: min degree 1, so (P1) fails for f = 1
     graph = nx.cycle_graph(5)

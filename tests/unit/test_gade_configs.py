@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config, packaged_experiments
 from mpi_privopt.errors import ConfigError
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mpi_privopt import topology
-from mpi_privopt.attacks import CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
+from mpi_privopt.methods.gade2017.attacks import CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
 from mpi_privopt.problems.consensus.polynomial_presets import preset_polynomial
 
 ROUNDS = 40

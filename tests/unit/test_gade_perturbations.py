@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from mpi_privopt import topology
-from mpi_privopt.algorithms.perturbations import (LB_DISTRIBUTIONS, NB_DISTRIBUTIONS,
+from mpi_privopt.methods.gade2017.perturbations import (LB_DISTRIBUTIONS, NB_DISTRIBUTIONS,
                                                   locally_balanced_noise,
                                                   network_balanced_shares, uniform_ball)
 

@@ -8,14 +8,14 @@ import pytest
 from mpi_privopt.privacy.conversions import zcdp_to_eps_tight
 from scipy import optimize
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config, packaged_experiments
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.calibration import calibrate_zcdp_total
 from mpi_privopt.privacy.conversions import gaussian_exact_eps
 from mpi_privopt.privacy.noise import agent_noise
 from mpi_privopt.problems import LocalProblem
-from mpi_privopt.reproduce import gauthier2024 as g24
+from mpi_privopt.methods.gauthier2024 import reproduce as g24
 
 
 def test_the_baselines_are_registered_and_private():
@@ -117,7 +117,7 @@ def test_p_admm_local_solve_is_the_exact_minimiser(clip):
 
 
 def test_p_admm_counts_and_warns_a_solve_stopped_by_the_newton_cap():
-    from mpi_privopt.algorithms.p_admm import NewtonCapWarning
+    from mpi_privopt.methods.gauthier2024.p_admm import NewtonCapWarning
     rng = np.random.default_rng(1)
     start, linear = 10 * rng.standard_normal(8), 3 * rng.standard_normal(8)
     exact, _ = make_padmm(1.0)

@@ -9,7 +9,7 @@ with no way forward.
 """
 import pytest
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.commands.noise_outlook import (NOTABLE_GROWTH, epsilon_for, horizon_outlook,
                                                 prelaunch_notes, round_up, worst_multiplier)
 from mpi_privopt.config import load_config

@@ -7,14 +7,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mpi_privopt.algorithms.aggregative_parts import check_mixing, mixing_matrix
-from mpi_privopt.algorithms.ldp_aggregative import (LDPAggregativeParams, resolve_schedules,
+from mpi_privopt.methods.chen2025.aggregative_parts import check_mixing, mixing_matrix
+from mpi_privopt.methods.chen2025.ldp_aggregative import (LDPAggregativeParams, resolve_schedules,
                                                     theorem1_failures)
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import resolve, zcdp_rho
 from mpi_privopt.privacy.events import LaplaceEvent, PackedLaplaceEvent, PureDPEvent
-from mpi_privopt.privacy.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock,
+from mpi_privopt.methods.chen2025.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock,
                                             SampledBlock, accounting_label,
                                             check_assumption4, fresh_batch)
 from mpi_privopt.problems.registry import AGGREGATIVE_PROBLEMS

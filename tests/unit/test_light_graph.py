@@ -115,7 +115,7 @@ def test_the_light_path_imports_no_networkx():
         "import sys\n"
         "from mpi_privopt.config import load_config\n"
         "from mpi_privopt import topology, agent, graph_cache, prelaunch\n"
-        "from mpi_privopt.algorithms import ALGORITHMS\n"
+        "from mpi_privopt.methods import ALGORITHMS\n"
         "cfg = load_config('default', [])\n"
         "ALGORITHMS[cfg.algorithm.name]\n"
         "L = topology.LightGraph(4, False, [(0, 1), (1, 2), (2, 3), (3, 0)])\n"
@@ -131,7 +131,7 @@ def test_the_light_path_imports_no_networkx():
 @pytest.mark.parametrize("name", ["erdos-renyi-un-7", "complete-un-0", "erdos-renyi-di-2024"])
 def test_walks_and_the_certificate_take_a_light_graph(name):
     from mpi_privopt import walks
-    from mpi_privopt.privacy.certificate import exposure, topology_certificate
+    from mpi_privopt.methods.gade2017.certificate import exposure, topology_certificate
     G = GRAPHS[name]
     L = light_graph(G)
     assert walks.spanning_tree(L, 3) == walks.spanning_tree(G, 3)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mpi_privopt.algorithms import ALGORITHMS
+from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.cli import main as command_line
 from mpi_privopt.commands import noise_outlook
 from mpi_privopt.commands.noise_outlook import noise_warning, release_points

@@ -23,7 +23,7 @@ def test_a_failed_batch_is_one_message_with_the_launcher_output(tmp_path):
     fake.write_text("#!/bin/sh\necho 'rank 2: out of memory' >&2\nexit 7\n")
     fake.chmod(0o755)
     with pytest.raises(BatchFailed, match="exit 7") as err:
-        run_batch(str(fake), 2, "mpi_privopt.reproduce.gauthier2024", [{"a": 1}],
+        run_batch(str(fake), 2, "mpi_privopt.methods.gauthier2024.reproduce", [{"a": 1}],
                   tmp_path / "batch.json")
     assert "rank 2: out of memory" in str(err.value) and "kept and reused" in err.value.fix
     assert isinstance(err.value, ConfigError)  # the command line prints it as one message

@@ -8,11 +8,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mpi_privopt.attacks.subset_sum import (RECOVERY_TOLERANCE, adversary_view,
+from mpi_privopt.methods.gade2017.attacks.subset_sum import (RECOVERY_TOLERANCE, adversary_view,
                                             boundary_links, candidate_groups,
                                             group_sum_estimate, indistinguishable_instance,
                                             obfuscated)
-from mpi_privopt.privacy.certificate import exposure
+from mpi_privopt.methods.gade2017.certificate import exposure
 
 GRAPHS = {"cycle": nx.cycle_graph(5), "path": nx.path_graph(5), "star": nx.star_graph(4),
           "complete": nx.complete_graph(5)}

@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mpi_privopt.algorithms.token_admm import TokenADMMParams, replace_one_radius
-from mpi_privopt.algorithms.token_plan import plan_chain
+from mpi_privopt.methods.chan2023.token_admm import TokenADMMParams, replace_one_radius
+from mpi_privopt.methods.chan2023.token_plan import plan_chain
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems import ProblemConfig, load_agent_data

@@ -36,7 +36,7 @@ Members with a default (not required of an implementation; callers use
     the methods then start every agent's stacked estimate at the same point
     (docs/methods/chen2025.md, "Initialisation"); without it, the own block starts at
     ``initial_block()`` and the others at 0
-    (:func:`~mpi_privopt.algorithms.aggregative_parts.initial_stack`).
+    (:func:`~mpi_privopt.methods.chen2025.aggregative_parts.initial_stack`).
 
 No MPI here: the set-up gathers the shares (:mod:`mpi_privopt.problem_setup`).
 """

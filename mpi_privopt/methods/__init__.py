@@ -1,0 +1,32 @@
+"""The methods, one package per family: ``ALGORITHMS[name]`` is the class for ``algorithm.name``.
+
+Each family package (:data:`FAMILIES`) registers its methods once, in its ``METHODS``
+table (``algorithm.name -> "module:Class"``); a method's module is imported when its name
+is first looked up (:class:`~.contract.Registry`), so a rank running one method loads only
+that method's modules and libraries (scipy, networkx where it needs them). The shared core
+(:mod:`.contract`, :mod:`.steps`, :mod:`.perturbed`) knows no method by name; a family
+imports the core and no other family (``baselines`` excepted: the papers' methods build on
+DGD and linearized ADMM). Adding a family is one package and one entry in
+:data:`FAMILIES`.
+"""
+import importlib
+
+from .contract import ALGORITHMS, Algorithm, Registry, register
+
+#: the method families shipped in this package, in the order ``list`` shows them
+FAMILIES = ("baselines", "gauthier2024", "gade2017", "chen2025", "chan2023")
+
+
+def _family_methods() -> dict[str, str]:
+    """``algorithm.name -> "package.module:Class"`` over every family."""
+    table = {}
+    for family in FAMILIES:
+        package = f"{__name__}.{family}"
+        for name, where in importlib.import_module(package).METHODS.items():
+            table[name] = f"{package}.{where}"
+    return table
+
+
+ALGORITHMS.add_lazy(_family_methods())
+
+__all__ = ["ALGORITHMS", "FAMILIES", "Algorithm", "Registry", "register"]

@@ -1,0 +1,148 @@
+"""The audit of ``token-admm``: the canary is one record of the target, seen by the next holder.
+
+The token method draws its noise inside :meth:`~mpi_privopt.methods.chan2023.token_admm.TokenADMM._iterate`
+(``round_to_grid(x') + gaussian(sigma, n)``), not through a mechanism, so the trials go
+through ``_iterate`` itself: at each iteration that uses the canary record (the target's
+record 0, the first one its ring order uses, hence the most used), the harness calls the
+method's real ``_iterate`` once per trial with the record's clipped gradient replaced by
+``b clip u`` (``b = +-1``: the replace-one canary) and the chain's noise stream replaced by
+the audit's. The holder after the target sees the released ``x~'`` directly (k = 0: no
+amplification), so each such release is a Gaussian mechanism of sensitivity
+``eta Delta`` and noise ``sigma``, which the ledger books for that link.
+
+The clean values of the two worlds come from the method's own
+:func:`~mpi_privopt.methods.chan2023.gradient_admm.iteration`; the statistic, the noise tests and
+the bounds are those of :class:`~.harness.TrialHarness`. Only the ring schedule is audited:
+with it the observer of the target's iterations is always the same neighbour. There is no
+wire test for a token (its payloads do not pass through a mechanism the recorder can
+wrap) and no membership attack.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .gradient_admm import iteration
+from ...errors import ConfigError
+from ...audit.harness import MembershipTrials, TrialStatistics
+
+__all__ = ["CANARY_RECORD", "TokenTrials", "check_token_audit", "token_link"]
+
+#: the target's record the canary replaces (the ring order uses it first, so most often)
+CANARY_RECORD = 0
+
+
+def check_token_audit(cfg) -> None:
+    """Refuse a token-admm run the audit cannot read (one message)."""
+    params = cfg.algorithm.params
+    if params.schedule != "ring" or params.chains != 1:
+        raise ConfigError(
+            f"the audit of token-admm needs algorithm.schedule = \"ring\" and chains = 1 "
+            f"(got {params.schedule!r}, {params.chains})",
+            "set algorithm.schedule = \"ring\" and algorithm.chains = 1: the ring always "
+            "hands the target's token to the same neighbour")
+    if not (params.sigma > 0 and math.isfinite(params.clip)):
+        raise ConfigError("token-admm without noise or without clipping has an unbounded "
+                          "loss: nothing to audit",
+                          "set algorithm.sigma > 0 and a finite algorithm.clip")
+
+
+def token_link(plan, target: int) -> tuple[int, int]:
+    """(the neighbour that receives the token after each of the target's canary iterations,
+    how many such iterations)."""
+    uses = [i for i in range(plan.owners.size)
+            if int(plan.owners[i]) == target and plan.local_index(i) == CANARY_RECORD]
+    after = {int(plan.holders[int(plan.steps[i]) + 1]) for i in uses
+             if int(plan.steps[i]) + 1 < plan.n_steps}
+    if len(after) != 1:
+        raise ConfigError(f"agent {target}'s canary record is used {len(uses)} times and seen "
+                          f"first by agents {sorted(after)}: the audit needs one observer",
+                          "use the ring schedule with algorithm.reuse = true and enough "
+                          "iterations for the target to hold the token")
+    return after.pop(), len(uses)
+
+
+class TokenTrials:
+    """The white-box trials of a token-admm target (module docstring).
+
+    Parameters
+    ----------
+    agent, algorithm
+        The target and its method (from the engine's ``on_setup``).
+    u : numpy.ndarray
+        The canary direction.
+    positive : numpy.ndarray of bool
+        The world of each audit trial (True: ``b = +1``).
+    noise
+        The audit trials' noise source (:func:`~.harness.audit_noise`).
+    membership : MembershipTrials, optional
+        The membership attack's trials (worlds "in" and "out"), with their own noise.
+    membership_noise
+        The membership trials' noise source (required with ``membership``).
+    """
+
+    def __init__(self, agent, algorithm, u: np.ndarray, positive: np.ndarray, noise,
+                 membership: MembershipTrials | None = None, membership_noise=None) -> None:
+        self.agent, self.algorithm = agent, algorithm
+        self.u = u
+        self.positive = positive
+        self.noise = noise
+        self.trials = TrialStatistics(positive)
+        self.membership = membership
+        self.membership_noise = membership_noise
+
+    def attach(self) -> None:
+        algorithm = self.algorithm
+        original = algorithm._iterate
+
+        def _iterate(c, i, token):
+            out = original(c, i, token)
+            plan = algorithm.plans[c]
+            if int(plan.owners[i]) == self.agent.id and plan.local_index(i) == CANARY_RECORD:
+                self.on_canary(original, c, i, np.array(token, copy=True))
+            return out
+
+        algorithm._iterate = _iterate
+
+    def _world(self, x_tilde, lam, sign: float) -> np.ndarray:
+        a, p = self.algorithm, self.algorithm.params
+        return iteration(x_tilde, lam, sign * p.clip * self.u, a.penalty, p.beta, p.eta)[2]
+
+    def _released(self, original, c: int, i: int, token: np.ndarray,
+                  gradients: np.ndarray, noise) -> np.ndarray:
+        """The released ``x~'`` of the method's real ``_iterate`` once per row of
+        ``gradients`` (the canary record's clipped gradient of each trial), drawing from
+        ``noise`` in place of the chain's stream."""
+        a = self.algorithm
+        records, chain_noise = a.records, a.noise[c]
+        payload = np.empty((gradients.shape[0], a.dim))
+        try:
+            a.noise[c] = noise
+            for t, g in enumerate(gradients):
+                records.gradient = lambda index, x, clip, g=g: g
+                payload[t] = original(c, i, token)[:a.dim]
+        finally:
+            vars(records).pop("gradient", None)
+            a.noise[c] = chain_noise
+        return payload
+
+    def on_canary(self, original, c: int, i: int, token: np.ndarray) -> None:
+        a, p = self.algorithm, self.algorithm.params
+        n = a.dim
+        plus, minus = self._world(token[:n], token[n:], 1.0), self._world(token[:n], token[n:], -1.0)
+        canary = p.clip * self.u
+        gradients = np.where(self.positive[:, None], canary, -canary)
+        payload = self._released(original, c, i, token, gradients, self.noise)
+        booked = a.noise[0].effective_sensitivity(p.eta * a.delta_radius, n)
+        self.trials.add(payload, plus, minus, p.sigma, booked)
+        if self.membership is not None:  # "in": the canary's gradient; "out": none
+            gradients = self.membership.worlds(np.zeros(n), canary)
+            payload = self._released(original, c, i, token, gradients, self.membership_noise)
+            self.membership.add_projection(payload, booked, p.sigma)
+
+    def to_dict(self) -> dict:
+        out = {**self.trials.to_dict(), "worst_mismatch": None, "direction": self.u}
+        if self.membership is not None:
+            out["membership"] = self.membership.to_dict()
+        return out

@@ -1,0 +1,7 @@
+"""``python -m mpi_privopt.methods.chen2025.reproduce``: the reproduction's command (its
+batch workers are started this way under mpiexec)."""
+import sys
+
+from . import main
+
+sys.exit(main(sys.argv[1:]))
