@@ -220,7 +220,8 @@ def text_report(run: dict) -> str:
     finite = eps[~np.isnan(eps)]
     lines.append(f"\nprivacy loss per link: {measure} ({how}, {p['noise']} noise; row = "
                  f"protected agent, column = observer; . = no link): worst "
-                 f"{display.loss(finite.max()) if finite.size else '-'}")
+                 f"{display.loss(finite.max()) if finite.size else '-'}"
+                 + (f"; {p['epsilon_label']}" if p.get("epsilon_label") else ""))
     if K <= SHOW_FULL:
         lines += _matrix_text(eps, _eps)
     observers = p.get("observers")
@@ -357,6 +358,8 @@ def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> Non
     budget = budgets.pop() if len(budgets) == 1 else None
     budget = budget if budget is not None and math.isfinite(budget) else None
     title = f"privacy loss per link ({measure})"  # the run's headline measure
+    if privacy.get("epsilon_label"):
+        title += f"\n{privacy['epsilon_label']}"
     if finite.size and finite.min() == finite.max():
         title += f"\nevery private link: {display.loss(finite.min())}"  # rounded up
         if budget is not None:

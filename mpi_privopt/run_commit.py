@@ -160,6 +160,8 @@ def finish(s) -> RunResult | None:
     traffic = assemble_matrices(all_rows, n_agents, hosts)
     privacy = privacy_report(ledgers, s.cfg.privacy.delta, s.noise.mode)
     summary = build_summary(s, traffic, privacy, comm_seconds)
+    if summary.epsilon_label:  # privacy.json's epsilons are the same figures
+        privacy["epsilon_label"] = summary.epsilon_label
     summary.hosts, summary.collective_path = hosts, collective_path
     vendor, version = MPI.get_vendor()
     summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
@@ -319,6 +321,7 @@ def build_summary(s, traffic: dict, privacy: dict, comm_seconds: list[float]) ->
         algorithm_report=s.algorithm.report() or None,
         worst_observer_entry=(privacy.get("observers") or {}).get("worst"),
     )
+    summary.epsilon_label = (summary.algorithm_report or {}).get("epsilon_label")
     diverged = {k: n for k, n in enumerate(s.diverged or []) if n is not None}
     if diverged:
         summary.status = "diverged"

@@ -16,7 +16,7 @@ from typing import Any
 from . import display
 
 #: the summary keys written only when they have a value
-OPTIONAL = ("algorithm_report", "privacy_note", "worst_observer_entry",
+OPTIONAL = ("algorithm_report", "privacy_note", "epsilon_label", "worst_observer_entry",
             "diverged_at_iteration", "diverged_agents", "stopped_at_iteration",
             "stop_signal")
 
@@ -87,6 +87,10 @@ class RunSummary:
     collective_path: str = ""
     algorithm_report: dict[str, Any] | None = None
     privacy_note: str | None = None
+    #: what every epsilon of the run is when it is not a proven bound, shown beside each one
+    #: (the method's ``algorithm_report["epsilon_label"]``, e.g. the aggregative methods'
+    #: nominal accounting: "nominal (C = 1): not a privacy guarantee")
+    epsilon_label: str | None = None
     #: a token method: the worst entry (observer, owner, epsilon, rho) of the observer matrix
     worst_observer_entry: dict[str, Any] | None = None
     #: "completed", "diverged" (run.on_divergence = "record" let a diverged run finish) or
@@ -133,7 +137,17 @@ def _privacy_line(s: RunSummary) -> str:
         return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
     where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
     return (f"worst link epsilon = {display.loss(eps)}{where} at delta {s.privacy_delta:g} "
-            f"({s.worst_link_conversion} conversion, {s.noise} noise)")
+            f"({s.worst_link_conversion} conversion, {s.noise} noise)"
+            + (f"; {s.epsilon_label}" if s.epsilon_label else ""))
+
+
+def _report_row(s: RunSummary, key: str, value: Any) -> tuple[str, str]:
+    """One ``algorithm_report`` entry for a person; an epsilon carries the run's
+    ``epsilon_label`` beside it."""
+    shown = display.value(value, key)
+    if s.epsilon_label and key.startswith("epsilon") and key != "epsilon_label":
+        shown += f"  ({s.epsilon_label})"
+    return display.label(key), shown
 
 
 def _observer_line(worst: dict) -> str:
@@ -204,8 +218,7 @@ def format_summary(s: RunSummary) -> str:
           if s.worst_observer_entry else []),
         *_mpi_rows(s),
         # summary.json keeps the full values; the table shows them for a person
-        *((display.label(str(k)), display.value(v, str(k)))
-          for k, v in (s.algorithm_report or {}).items()),
+        *(_report_row(s, str(k), v) for k, v in (s.algorithm_report or {}).items()),
         ("run directory", s.run_dir),
     ]
     width = max(len(k) for k, _ in rows)

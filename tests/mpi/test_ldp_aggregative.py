@@ -29,10 +29,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mpi_privopt import display
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.errors import ConfigError
+from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
 from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions
+from mpi_privopt.report import load_run, text_report
+from mpi_privopt.summary import format_summary
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from ldp_reference import run_reference  # noqa: E402
@@ -197,6 +201,26 @@ def test_ledger_equals_eq21_and_the_headline_is_pure(comm, shared_dir):
         assert budget["epsilon_eq21_T"][i] == pytest.approx(expected[i], rel=1e-12)
         assert expected[i] < budget["epsilon_limit_exact_series"][i] \
             <= budget["epsilon_limit_bound_155"][i] < math.inf
+
+
+def test_nominal_epsilon_is_labelled_wherever_it_is_shown(comm, shared_dir):
+    # the packaged experiment's nominal accounting (C = 1): the printed summary,
+    # summary.json, privacy.json and `report` say beside its epsilon that it is no guarantee
+    only_five(comm)
+    _, result, _, _ = run_recorded(comm, f"{shared_dir}/nominal", [], 2)
+    if comm.rank != 0:
+        return
+    label = NOMINAL_EPSILON
+    run_dir = Path(shared_dir) / "nominal"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["epsilon_label"] == summary["algorithm_report"]["epsilon_label"] == label
+    assert json.loads((run_dir / "privacy.json").read_text())["epsilon_label"] == label
+    printed = format_summary(result.summary)
+    assert f"worst link epsilon = {display.loss(summary['worst_link_epsilon'])}" in printed
+    assert f"; {label}" in printed and f"({label})" in printed
+    shown = next(line for line in text_report(load_run(run_dir)).splitlines()
+                 if line.startswith("privacy loss per link"))
+    assert shown.endswith(f"; {label}")
 
 
 def test_traffic_is_one_packed_buffer_per_neighbour_per_message(comm, shared_dir):

@@ -14,7 +14,8 @@ from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import resolve, zcdp_rho
 from mpi_privopt.privacy.events import LaplaceEvent, PackedLaplaceEvent, PureDPEvent
-from mpi_privopt.methods.chen2025.ldp_budget import (NOMINAL, BlockBudget, GeometricBlock,
+from mpi_privopt.methods.chen2025.ldp_budget import (NOMINAL, NOMINAL_EPSILON, BlockBudget,
+                                            GeometricBlock, accounting_fields,
                                             SampledBlock, accounting_label,
                                             check_assumption4, fresh_batch)
 from mpi_privopt.problems.registry import AGGREGATIVE_PROBLEMS
@@ -213,3 +214,10 @@ def test_the_papers_schedule_budget_matches_the_method_page():
     agent1 = s.block_budgets(0).values()
     assert sum(b.partial_sum(1000) for b in agent1) == pytest.approx(3 * 141.42 * 6.12, rel=1e-3)
     assert sum(b.limit() for b in agent1) == pytest.approx(3 * 141.42 * 62.1, rel=1e-3)
+
+
+def test_nominal_accounting_labels_its_epsilons_and_user_constants_do_not():
+    assert accounting_fields([1.0, 1.0, 1.0]) == {"accounting": NOMINAL,
+                                                  "epsilon_label": NOMINAL_EPSILON}
+    assert NOMINAL_EPSILON == "nominal (C = 1): not a privacy guarantee"
+    assert "epsilon_label" not in accounting_fields([1.0, 2.5, 1.0])

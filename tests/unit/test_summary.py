@@ -85,3 +85,23 @@ def test_the_printed_table_is_for_a_person_and_the_json_keeps_every_digit(tmp_pa
     back = json.loads((tmp_path / "summary.json").read_text())
     assert back["algorithm_report"]["local_rho"] == 393.38374699468795
     assert back["worst_link_epsilon"] == 8.5552
+
+
+def test_an_epsilon_label_is_shown_beside_every_epsilon(tmp_path):
+    # the aggregative methods' nominal accounting (mpi_privopt/methods/chen2025/ldp_budget.py)
+    label = "nominal (C = 1): not a privacy guarantee"
+    s = _summary(algorithm_report={"accounting": "nominal (...)", "epsilon_label": label,
+                                   "epsilon_eq21_T": 601.1, "epsilon_limit_bound_155": 2.1e4},
+                 epsilon_label=label, worst_link_epsilon=601.11)
+    table = format_summary(s).splitlines()
+    privacy = next(line for line in table if line.startswith("privacy "))
+    assert "601.2" in privacy and privacy.endswith(f"; {label}")  # rounded up, labelled
+    for key in ("epsilon eq21 T", "epsilon limit bound 155"):
+        row = next(line for line in table if line.startswith(key))
+        assert row.endswith(f"({label})"), row
+    assert s.to_dict()["epsilon_label"] == label
+    (tmp_path / "summary.json").write_text(json.dumps(s.to_dict()))
+    assert RunSummary.read(tmp_path).epsilon_label == label
+    plain = _summary(algorithm_report={"epsilon_T": 3.0})  # a proven bound: no label
+    assert "epsilon_label" not in plain.to_dict()
+    assert "not a privacy guarantee" not in format_summary(plain)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_label,
+from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields,
                                   fresh_batch)
 from .aggregative_parts import RobustTracking, planned_framework_events
 from ..contract import Algorithm
@@ -58,7 +58,7 @@ def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
         return {"guarantee": NO_NOISE}
     return {"guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, the t = 0 "
                          "release with sensitivity 0; the same for every agent",
-            "accounting": accounting_label(constants),
+            **accounting_fields(constants),
             "epsilon_T": sum(b.partial_sum(T) for b in blocks.values()),
             **limit(blocks)}
 

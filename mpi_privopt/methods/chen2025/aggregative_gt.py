@@ -36,7 +36,7 @@ import dataclasses
 
 import numpy as np
 
-from .ldp_budget import BlockBudget, accounting_label
+from .ldp_budget import BlockBudget, accounting_fields
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.events import PrivacyEvent
 from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
@@ -95,7 +95,7 @@ def tracking_report(params, n_agents: int, T: int) -> dict:
                  for c in np.ravel(getattr(params, f"sensitivity_{b}")).tolist()]
     return {"guarantee": "pure epsilon local DP (delta = 0) with a constant stated "
                          "sensitivity: grows without bound with T",
-            "accounting": accounting_label(constants),
+            **accounting_fields(constants),
             "epsilon_T": per_agent_values([sum(b.partial_sum(T - 1) for b in budgets.values())
                                            for budgets, _ in per_agent]),
             "epsilon_limit": "inf (the sensitivity does not decay)"}

@@ -53,7 +53,7 @@ import warnings
 import numpy as np
 
 from ...errors import ConfigError
-from .ldp_budget import (BLOCKS, BlockBudget, accounting_label, check_assumption4,
+from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumption4,
                                   sensitivity_exponents)
 from ...problems.registry import is_aggregative
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
@@ -301,7 +301,7 @@ class LDPAggregative(Algorithm):
         return {
             "guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, "
                        "the t = 0 release with sensitivity 0",
-            "accounting": accounting_label(schedules.constants.ravel().tolist()),
+            **accounting_fields(schedules.constants.ravel().tolist()),
             "epsilon_eq21_T": each(lambda b: b.partial_sum(T)),
             "epsilon_limit_exact_series": each(BlockBudget.limit),
             "epsilon_limit_bound_155": each(BlockBudget.bound_155),

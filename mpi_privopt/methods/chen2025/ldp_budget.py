@@ -38,7 +38,8 @@ import scipy  # its submodules load on first use (scipy's lazy attributes): not 
 from ...errors import ConfigError
 
 __all__ = ["BLOCKS", "BlockBudget", "sensitivity_exponents",
-           "check_assumption4", "NOMINAL", "accounting_label", "GeometricBlock",
+           "check_assumption4", "NOMINAL", "NOMINAL_EPSILON", "accounting_label",
+           "accounting_fields", "GeometricBlock",
            "SampledBlock", "fresh_batch"]
 
 #: the blocks of a packed message, in packing order
@@ -51,6 +52,20 @@ NOMINAL = ("nominal (docs/methods/chen2025.md: every sensitivity constant C = 1;
            "one changed sample moves each block by at most C: the privacy audit measured "
            "up to 9x on aggregative-quadratic, docs/privacy-audit.md; set "
            "algorithm.sensitivity_* from a bound on your samples)")
+
+
+#: shown beside every epsilon of the nominal accounting that a run prints or writes (the
+#: printed summary, summary.json, privacy.json, ``report``): the figure is no guarantee
+NOMINAL_EPSILON = "nominal (C = 1): not a privacy guarantee"
+
+
+def accounting_fields(constants: Sequence[float]) -> dict[str, str]:
+    """A report's accounting keys: ``accounting`` (:func:`accounting_label`) and, for the
+    nominal accounting, ``epsilon_label`` = :data:`NOMINAL_EPSILON`, which the run shows
+    beside every epsilon (mpi_privopt/summary.py)."""
+    label = accounting_label(constants)
+    return ({"accounting": label, "epsilon_label": NOMINAL_EPSILON} if label == NOMINAL
+            else {"accounting": label})
 
 
 def accounting_label(constants: Sequence[float]) -> str:
