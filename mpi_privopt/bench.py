@@ -18,6 +18,12 @@ each comparing the package with plain mpi4py in the same run on the same graph:
 The variants of each comparison alternate in several rounds and the best round of each
 is kept, so a burst of load on this machine hits them alike.
 
+``--wait backoff,poll`` also runs the package's variants (``broadcast``, ``channel``,
+``dgd``, ``dgd_stop``) with each further exchange wait policy
+(:func:`~mpi_privopt.network.set_exchange_wait`), named ``channel@poll`` etc., in the
+same rounds; part 4 gives each one's median time and the spread of the per-round ratios
+first policy / other (docs/performance.md "Waiting" has such a measurement).
+
 With an MPI-3 library (Open MPI 4.1: no persistent collectives) the persistent variants
 are left out and reported as n/a, and the channel runs its blocking fallback; the header
 says which path ran.
@@ -36,7 +42,7 @@ from .agent import Agent
 from .methods.baselines.dgd import DGD
 from .services.stop_signal import StopOnSignal
 from .config import load_config
-from .network import Network
+from .network import Network, set_exchange_wait
 from .privacy.ledger import Ledger
 from .privacy.release import Release
 from .services.progress import progress_line
@@ -136,10 +142,41 @@ def _auto_repeats(size: int) -> int:
 
 #: the exchange variants timed side by side, in the order each round runs them
 EXCHANGES = ("raw", "raw_persistent", "broadcast", "channel")
+#: the variants that wait through the package (``--wait`` runs them once per policy)
+WAITING = ("broadcast", "channel", "dgd", "dgd_stop")
+
+
+def _with_policies(runs: dict, policies: list[str]) -> dict:
+    """``runs`` (name -> fn) plus ``name@policy`` for the package's variants and every
+    policy after the first; each value becomes (fn, policy)."""
+    first = policies[0]
+    result = {}
+    for name, fn in runs.items():
+        result[name] = (fn, first)
+        for policy in policies[1:] if name in WAITING else ():
+            result[f"{name}@{policy}"] = (fn, policy)
+    return result
+
+
+def _wait_spread(times: dict, policies: list[str], scale: float) -> dict:
+    """Per package variant and further policy: both medians (x ``scale``) and the
+    per-round ratios first policy / that policy (median, min, max)."""
+    spread = {}
+    for name in (n for n in WAITING if n in times):
+        for policy in policies[1:]:
+            ours, other = np.asarray(times[name]), np.asarray(times[f"{name}@{policy}"])
+            ratios = ours / other
+            spread[f"{name}@{policy}"] = {
+                "median": float(np.median(ours)) * scale,
+                "other_median": float(np.median(other)) * scale,
+                "ratio_median": float(np.median(ratios)), "ratio_min": float(ratios.min()),
+                "ratio_max": float(ratios.max()), "rounds": len(ratios)}
+    return spread
 
 
 def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats: int,
-                   progress: BenchProgress | None = None) -> list[dict]:
+                   progress: BenchProgress | None = None,
+                   policies: tuple[str, ...] = ("backoff",)) -> list[dict]:
     """Four ways to run one neighbour allgather, per payload size, alternating in rounds.
 
     ``raw``: ``Neighbor_allgather`` on a dist-graph communicator of our own, as a plain
@@ -174,12 +211,15 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
         runs = dict(zip(EXCHANGES, (raw, raw_persistent, broadcast, exchange)))
         if persistent is None:  # MPI 3: nothing persistent to compare with
             del runs["raw_persistent"]
-        for fn in runs.values():
+        runs = _with_policies(runs, list(policies))
+        for fn, policy in runs.values():
+            set_exchange_wait(policy)
             fn()  # warm-up: first-touch of buffers, connection setup
         times = {name: [] for name in runs}
         units = BenchProgress.exchange_units(size, reps, len(runs))
         for r in range(ROUNDS):
-            for name, fn in runs.items():
+            for name, (fn, policy) in runs.items():
+                set_exchange_wait(policy)
                 times[name].append(_timed(world, fn, reps))
             if progress is not None:
                 progress.step(units, f"1/3 exchange of {size} doubles, round {r + 1}/{ROUNDS}")
@@ -192,7 +232,9 @@ def bench_exchange(world: MPI.Intracomm, net: Network, sizes: list[int], repeats
                     for name in EXCHANGES})
         row.update(_ratios(best, times, (("broadcast", "raw"), ("channel", "raw"),
                                          ("channel", "raw_persistent"))))
+        row["wait"] = _wait_spread(times, list(policies), 1e6 / reps)
         rows.append(row)
+    set_exchange_wait(policies[0])
     raw_comm.Free()
     return rows
 
@@ -232,7 +274,8 @@ def bench_links(world: MPI.Intracomm, graph,
 
 
 def bench_dgd(world: MPI.Intracomm, graph, iterations: int,
-              progress: BenchProgress | None = None) -> dict:
+              progress: BenchProgress | None = None,
+              policies: tuple[str, ...] = ("backoff",)) -> dict:
     """The ``dgd`` algorithm against a hand-written mpi4py DGD, same everything."""
     rank, size = world.Get_rank(), world.Get_size()
     cfg = load_config(None, ["algorithm.name=dgd", "algorithm.schedule=constant",
@@ -311,11 +354,13 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int,
                 ("dgd_stop", run_stop), ("dgd_allreduce", run_allreduce)]
     if not persistent_collectives(world):
         del variants[1]  # MPI 3: no persistent requests to write it with
-    times: dict[str, list[float]] = {name: [] for name, _ in variants}
+    variants = _with_policies(dict(variants), list(policies))
+    times: dict[str, list[float]] = {name: [] for name in variants}
     same = True
     units = len(variants) * iterations * BenchProgress.DGD_UNITS
     for r in range(ROUNDS):
-        for name, run in variants:
+        for name, (run, policy) in variants.items():
+            set_exchange_wait(policy)
             elapsed, x = run()
             times[name].append(elapsed)
             if name == "raw":
@@ -335,6 +380,8 @@ def bench_dgd(world: MPI.Intracomm, graph, iterations: int,
                           {k: [1 / x for x in v] for k, v in times.items()},
                           (("dgd", "raw"), ("dgd", "raw_persistent"),
                            ("dgd_stop", "dgd"), ("dgd_allreduce", "dgd"))))
+    result["wait"] = _wait_spread(times, list(policies), 1e6 / iterations)
+    set_exchange_wait(policies[0])
     return result
 
 
@@ -369,21 +416,23 @@ def main(args) -> int:
     net = Network(world, in_nbrs, out_nbrs)
     net.add_listener(Ledger(rank, out_nbrs, 1e-5))
     sizes = [int(s) for s in args.sizes.split(",")]
+    policies = tuple(getattr(args, "wait", "backoff").split(","))
 
     persistent = persistent_collectives(world)
     edges = graph.to_undirected().number_of_edges() if size > 1 else 0
-    total = BenchProgress.plan(sizes, args.repeats, 3 + persistent, edges, args.iterations,
-                               4 + persistent)
+    extra = 2 * (len(policies) - 1)  # two waiting variants more per further policy
+    total = BenchProgress.plan(sizes, args.repeats, 3 + persistent + extra, edges,
+                               args.iterations, 4 + persistent + extra)
     # rank 0's line on stderr; the results go to stdout
     progress = BenchProgress(progress_line(getattr(args, "progress_mode", "auto"), total,
                                            "bench", percent=True, settle=0,
                                            in_place=False)
                              if rank == 0 else None)
     progress.step(0.0, "1/3 exchange")
-    exchange = bench_exchange(world, net, sizes, args.repeats, progress)
+    exchange = bench_exchange(world, net, sizes, args.repeats, progress, policies)
     net.free()
     links = bench_links(world, graph, progress) if size > 1 else []
-    dgd = bench_dgd(world, graph, args.iterations, progress)
+    dgd = bench_dgd(world, graph, args.iterations, progress, policies)
     progress.finish()
     if rank != 0:
         return 0
@@ -421,9 +470,19 @@ def main(args) -> int:
           f"{dgd['dgd_stop_it_per_s']:.0f} it/s, rate / dgd {_ratio_cell(dgd, 'dgd_stop_vs_dgd', 0)}; "
           f"with a blocking Allreduce instead: {dgd['dgd_allreduce_it_per_s']:.0f} it/s, "
           f"rate / dgd {_ratio_cell(dgd, 'dgd_allreduce_vs_dgd', 0)}")
+    if len(policies) > 1:
+        print(f"\n4. exchange wait {policies[0]} against {', '.join(policies[1:])}: median us "
+              f"per exchange (DGD: per iteration) over {ROUNDS} rounds, and the per-round "
+              f"ratio {policies[0]} / other, median (min-max)")
+        for label, spread in ([(f"{r['doubles']:>9} doubles", r["wait"]) for r in exchange]
+                              + [("      DGD", dgd["wait"])]):
+            print(label + "; ".join(
+                f"  {name.split('@')[0]} {s['median']:.2f} / {s['other_median']:.2f}: "
+                f"{s['ratio_median']:.3f} ({s['ratio_min']:.3f}-{s['ratio_max']:.3f})"
+                for name, s in spread.items()))
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"ranks": size, "topology": args.topology,
+            json.dump({"ranks": size, "topology": args.topology, "wait": list(policies),
                        "persistent_collectives": persistent, "exchange": exchange,
                        "links": links, "dgd": dgd}, handle, indent=2)
         print(f"\nwritten: {args.json}")

@@ -73,6 +73,17 @@ def progress_choice(args) -> bool | None:
     return True if args.progress else None
 
 
+def _wait_policies(text: str) -> str:
+    """``bench --wait``: known exchange wait policies, each once (checked here, before
+    MPI starts: network.EXCHANGE_WAITS names the same two)."""
+    policies = text.split(",")
+    unknown = [p for p in policies if p not in ("backoff", "poll")]
+    if unknown or len(set(policies)) != len(policies):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give backoff and/or poll, comma-separated, each once")
+    return text
+
+
 def _interrupted(result) -> int:
     """One line (rank 0) saying how to continue; the status says which signal (128 + N)."""
     import signal
@@ -259,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=5000,
                    help="iterations for the DGD comparison")
     p.add_argument("--topology", default="ring", help="graph for the bench (topology.kind)")
+    p.add_argument("--wait", default="backoff", type=_wait_policies,
+                   help="exchange wait policies, comma-separated (backoff, poll): the "
+                        "package's variants run once per policy, compared in part 4")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     from .services.progress import add_progress_arguments
     add_progress_arguments(p, "no progress line (the results are printed all the same)")

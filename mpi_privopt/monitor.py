@@ -36,7 +36,7 @@ from mpi4py import MPI
 
 from .privacy.accountants import HeadlineAccountant, most_exposed
 from .problems.metrics import LOCAL, Evaluator
-from .traffic import TrafficMeter
+from .network.traffic import TrafficMeter
 
 #: the cost columns every metrics row carries after the problem's metrics
 COST_COLUMNS = ("bytes_total", "worst_link_epsilon")

@@ -49,7 +49,7 @@ from .services.checkpoint_files import checkpoint_dir, resume_command, try_write
 from .services.faults import fault, wake_faults_on
 from .services.stop_signal import STOP_SIGNALS, StopOnSignal, mark_interrupted
 from .summary import EVALUATION_NOTES, RunSummary, format_summary
-from .traffic import assemble_matrices
+from .network.traffic import assemble_matrices
 
 __all__ = ["ResultsWriteError", "RunResult", "SignalHold", "build_summary", "finish"]
 

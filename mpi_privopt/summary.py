@@ -173,8 +173,8 @@ def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
 #: what each collective path means, as the summary prints it
 COLLECTIVE_PATHS = {
     "persistent": "persistent neighbour allgather (MPI-4 Neighbor_allgather_init)",
-    "blocking": "blocking Neighbor_allgather (MPI-3 fallback: the library has no "
-                "persistent collectives)",
+    "blocking": "one-off Neighbor_allgather per exchange (MPI-3 fallback: the library "
+                "has no persistent collectives)",
     "none": "no broadcast channel (per-call collectives and point to point)",
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpi_privopt import walks
+from mpi_privopt.network import walks
 from mpi_privopt.methods.chan2023.gradient_admm import ElasticNetPenalty, iteration
 from mpi_privopt.problems.datasets.singular import make_singular
 

@@ -13,10 +13,11 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mpi_privopt import topology, walks
+from mpi_privopt import topology
+from mpi_privopt.network import walks
 from mpi_privopt.network import Network
 from mpi_privopt.privacy.release import Release
-from mpi_privopt.token_channel import TokenChannel
+from mpi_privopt.network.token_channel import TokenChannel
 
 comm = MPI.COMM_WORLD
 hops = int(sys.argv[1]) if len(sys.argv) > 1 else 2000

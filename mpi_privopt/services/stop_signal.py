@@ -90,7 +90,10 @@ class StopOnSignal:
             return 0
         stop = 0
         if self._request is not None:
-            self._request.Wait()
+            # a neighbour's stop would hold every rank here too: wait like an exchange
+            # (spin, then sleep), not in MPI's polling Wait
+            from ..network import wait_exchange
+            wait_exchange(self._request)
             stop, self._stride = int(self._agreed[0]), max(1, int(self._agreed[1]))
         if not stop:
             self._start()

@@ -17,8 +17,10 @@ Three measurements (results and the policy they chose: docs/performance.md, "Wai
    algorithm's seconds per iteration.
 
 Policies: ``poll`` (MPI's own ``Wait``: MPICH polls), ``sleep``
-(:func:`mpi_privopt.network.wait_sleeping`: test, then sleep from 1 us doubling to 1 ms),
-``spin+sleep`` (poll ``Test`` for 200 us, then the same sleeps).
+(:func:`mpi_privopt.network.wait_sleeping`: test, then sleep from 31 us doubling to 1 ms),
+``spin+sleep`` (poll ``Test`` for 200 us without giving the core up, then the same sleeps),
+``exchange`` (:func:`mpi_privopt.network.wait_exchange`'s backoff: test for 2 ms, yielding
+the core every 4th test, then the same sleeps).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from mpi4py import MPI
 
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
-from mpi_privopt.network import BACKOFF_CAP, wait_sleeping
+from mpi_privopt.network import BACKOFF_CAP, EXCHANGE_SPIN, wait_request, wait_sleeping
 
 SPIN = 200e-6
 
@@ -59,7 +61,8 @@ def sleep_from(first: float):
 
 
 POLICIES = {"poll": lambda request: request.Wait(), "sleep": wait_sleeping,
-            "spin+sleep": spin_then_sleep, "sleep from 31 us": sleep_from(BACKOFF_CAP / 32)}
+            "spin+sleep": spin_then_sleep, "sleep from 31 us": sleep_from(BACKOFF_CAP / 32),
+            "exchange": lambda request: wait_request(request, spin=EXCHANGE_SPIN)}
 
 
 def long_wait(comm, delay: float, policy: str) -> tuple[float, float] | None:

@@ -296,7 +296,7 @@ def test_privacy_commands(capsys):
 def test_bench_runs_all_three_parts(tmp_path):
     out = tmp_path / "bench.json"
     proc = mpirun(3, "bench", "--sizes", "8,1000", "--repeats", "20", "--iterations", "50",
-                  "--json", str(out), "--progress")
+                  "--json", str(out), "--progress", "--wait", "backoff,poll")
     assert proc.returncode == 0, proc.stderr
     # rank 0's progress line, asked for: whole lines on stderr, from the start to the end
     lines = [line for line in proc.stderr.splitlines() if line.startswith("bench ")]
@@ -319,6 +319,16 @@ def test_bench_runs_all_three_parts(tmp_path):
     assert len(result["links"]) == 3                     # a ring of 3 has 3 links
     assert result["dgd"]["same_iterates"] is True        # the comparison is like for like
     assert "same iterates: True" in proc.stdout
+    # --wait: the package's variants ran under both exchange waits, in every round
+    from mpi_privopt.bench import ROUNDS
+    assert result["wait"] == ["backoff", "poll"] and "4. exchange wait backoff" in proc.stdout
+    spreads = [row["wait"] for row in result["exchange"]] + [result["dgd"]["wait"]]
+    assert [sorted(s) for s in spreads] == [["broadcast@poll", "channel@poll"]] * 2 + [
+        ["dgd@poll", "dgd_stop@poll"]]
+    for spread in spreads:
+        for s in spread.values():
+            assert s["rounds"] == ROUNDS and s["median"] > 0 and s["other_median"] > 0
+            assert 0 < s["ratio_min"] <= s["ratio_median"] <= s["ratio_max"]
 
 
 def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):

@@ -213,7 +213,7 @@ def token_traffic(adjacency, T: int, P: int):
     import networkx as nx
     import numpy as np
 
-    from mpi_privopt import walks
+    from mpi_privopt.network import walks
     graph = nx.from_numpy_array(np.asarray(adjacency))
     holders = walks.walk(graph, T, 0, chain=0)
     messages = np.zeros_like(adjacency)

@@ -7,7 +7,7 @@ from mpi_privopt import topology
 from mpi_privopt.network import Network, NotANeighbourError
 from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.release import Release
-from mpi_privopt.traffic import assemble_matrices
+from mpi_privopt.network.traffic import assemble_matrices
 
 
 def make_network(comm, kind="ring", directed=False, seed=0, **params):

@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpi_privopt import topology, walks
+from mpi_privopt import topology
+from mpi_privopt.network import walks
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.network import Network, NotANeighbourError
 from mpi_privopt.privacy.ledger import Ledger
 from mpi_privopt.privacy.release import Release
-from mpi_privopt.token_channel import TokenChannel
-from mpi_privopt.traffic import assemble_matrices
+from mpi_privopt.network.token_channel import TokenChannel
+from mpi_privopt.network.traffic import assemble_matrices
 
 WIDTH = 6  # float64 entries per token: 48 bytes per hop
 

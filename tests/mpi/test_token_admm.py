@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpi_privopt import topology, walks
+from mpi_privopt import topology
+from mpi_privopt.network import walks
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.privacy.amplification import (AmplificationConstants, amplification_ratio,

@@ -5,7 +5,7 @@ import numpy as np
 
 from mpi_privopt.report import _hosts_text, _matrix_text
 from mpi_privopt.results import RunDirectory
-from mpi_privopt.traffic import TrafficMeter, assemble_matrices, cross_host_links
+from mpi_privopt.network.traffic import TrafficMeter, assemble_matrices, cross_host_links
 
 HOSTS = ["n1", "n1", "n2"]
 

@@ -19,7 +19,7 @@ from mpi_privopt.privacy.ledger import Ledger, _IDENTITY_CACHE_SIZE
 from mpi_privopt.privacy.release import NONPRIVATE, PUBLIC, Release
 from mpi_privopt.problems import LOSSES, LocalProblem
 from mpi_privopt.problems.consensus.regularizers import penalty_subgradient
-from mpi_privopt.traffic import TrafficMeter
+from mpi_privopt.network.traffic import TrafficMeter
 
 
 def _data(loss: str, M=30, P=5, seed=1):

@@ -2,7 +2,7 @@
 
 Rules (docs/architecture.md):
 
-1. Nothing under ``mpi_privopt/privacy/``, ``mpi_privopt/network.py``, ``mpi_privopt/problems/``
+1. Nothing under ``mpi_privopt/privacy/``, ``mpi_privopt/network/``, ``mpi_privopt/problems/``
    or ``mpi_privopt/methods/`` (the library layers) imports the command line
    (``mpi_privopt.__main__``, ``.cli``, ``.entrypoint``, the command layer ``.commands``), a
    reproduction (``mpi_privopt.reproduce``, a family's ``reproduce``) or the attacks (a

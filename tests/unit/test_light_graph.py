@@ -130,7 +130,7 @@ def test_the_light_path_imports_no_networkx():
 
 @pytest.mark.parametrize("name", ["erdos-renyi-un-7", "complete-un-0", "erdos-renyi-di-2024"])
 def test_walks_and_the_certificate_take_a_light_graph(name):
-    from mpi_privopt import walks
+    from mpi_privopt.network import walks
     from mpi_privopt.methods.gade2017.certificate import exposure, topology_certificate
     G = GRAPHS[name]
     L = light_graph(G)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mpi_privopt import topology, walks
+from mpi_privopt import topology
+from mpi_privopt.network import walks
 from mpi_privopt.errors import ConfigError
 
 

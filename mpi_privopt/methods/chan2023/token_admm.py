@@ -45,7 +45,7 @@ from ...privacy.events import AmplifiedGaussianEvent, GaussianEvent, NonPrivateE
 from ...privacy.noise import chain_noise
 from ...privacy.release import Release
 from ...problems.registry import PROBLEMS
-from ... import walks
+from ...network import walks
 from ..contract import Algorithm
 from .gradient_admm import ElasticNetPenalty, iteration
 from .token_plan import TOKEN_SCHEDULES, TokenPlan, plan_chain
@@ -218,7 +218,7 @@ class TokenADMM(Algorithm):
         """One token channel per chain along its plan (collective: every rank, in order)."""
         # imported here: the token channel brings MPI, which the checks made before MPI
         # starts (prelaunch: config and graph) must not load
-        from ...token_channel import TokenChannel
+        from ...network.token_channel import TokenChannel
         agent = self.agent
         return [TokenChannel(agent.net, plan.holders, 2 * self.dim, phase="token", chain=c,
                              tree=walks.spanning_tree(agent.graph, int(plan.holders[-1])))

@@ -8,13 +8,13 @@ nobody is told where the token goes. No MPI, no private data.
 Schedules (``algorithm.schedule``):
 
 ``ring``
-    round a Hamiltonian cycle (:func:`mpi_privopt.walks.ring`); iteration i at step i.
+    round a Hamiltonian cycle (:func:`mpi_privopt.network.walks.ring`); iteration i at step i.
 ``walk``
-    a uniform random neighbour at each step (:func:`mpi_privopt.walks.walk`).
+    a uniform random neighbour at each step (:func:`mpi_privopt.network.walks.walk`).
 ``sample``
     the paper's experiment: iteration i uses global record ``r_i`` drawn uniformly with
-    replacement from the chain's public stream (:func:`mpi_privopt.walks.schedule_stream`);
-    the token follows :func:`mpi_privopt.walks.relay` to each owner (shortest paths, ties to
+    replacement from the chain's public stream (:func:`mpi_privopt.network.walks.schedule_stream`);
+    the token follows :func:`mpi_privopt.network.walks.relay` to each owner (shortest paths, ties to
     the lower rank); the steps in between are relays.
 
 In ``ring`` and ``walk`` the holder uses its next unused record in index order (cycling
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ... import walks
+from ...network import walks
 from ...errors import ConfigError
 
 __all__ = ["TOKEN_SCHEDULES", "TokenPlan", "plan_chain"]

@@ -30,7 +30,7 @@ How the bytes move (see docs/token.md):
   Driving them step by step in one fixed order on every rank (for t: for chain: ...)
   cannot deadlock, because no send waits for its receiver.
 * ``finish`` releases the last token to every agent along a public spanning tree
-  (:func:`~mpi_privopt.walks.spanning_tree` rooted at the last holder), under the phase
+  (:func:`~mpi_privopt.network.walks.spanning_tree` rooted at the last holder), under the phase
   ``phase + ".final"``: each tree link carries one message, metered and booked on the
   agent that sends it, and every agent's receive listeners see what arrived.
 
@@ -48,8 +48,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from mpi4py import MPI
 
-from .network import Network, NotANeighbourError, PendingExchange
-from .privacy.release import Release
+from ..privacy.release import Release
+from .channels import PendingExchange
+from .dist_graph import Network
+from .protocols import NotANeighbourError, payload_of
 
 
 class TokenChannel:
@@ -60,7 +62,7 @@ class TokenChannel:
     net : Network
         This agent's network.
     schedule : sequence of int
-        ``schedule[t]`` holds the token during step ``t`` (see :mod:`mpi_privopt.walks`);
+        ``schedule[t]`` holds the token during step ``t`` (see :mod:`mpi_privopt.network.walks`);
         consecutive holders must be linked (or equal: no message). The same on every rank.
     shape : int or tuple of int
         The token's shape.
@@ -124,7 +126,7 @@ class TokenChannel:
             return (f"token {self.phase!r} chain {self.chain}: at step {t} agent {me} would "
                     f"pass the token to agent {int(h[t + 1])}, which is not its "
                     f"out-neighbour (out-neighbours: {net.out_neighbors}); a schedule must "
-                    "follow the graph's links (use mpi_privopt.walks)")
+                    "follow the graph's links (use mpi_privopt.network.walks)")
         if self._tree is None:
             return ""
         tree, root = self._tree, int(h[-1])
@@ -167,7 +169,7 @@ class TokenChannel:
         if lowest != highest:
             raise ValueError(f"token {self.phase!r} chain {self.chain}: the ranks computed "
                              "different schedules or trees; a schedule must be a function of "
-                             "the public graph and seed only (use mpi_privopt.walks)")
+                             "the public graph and seed only (use mpi_privopt.network.walks)")
 
     # -- the token ------------------------------------------------------------------------
 
@@ -218,7 +220,7 @@ class TokenChannel:
         if t + 1 >= self.holders.size:
             raise ValueError(f"step {t} is the last of token {self.phase!r}: release the "
                              "final token with finish()")
-        payload = Network._payload(release)
+        payload = payload_of(release)
         if payload.shape != self._token.shape or payload.dtype != self._token.dtype:
             raise ValueError(f"token {self.phase!r} carries {self._token.dtype} arrays of shape "
                              f"{self._token.shape}, got {payload.dtype} {payload.shape}")
@@ -264,7 +266,7 @@ class TokenChannel:
             if release is None:
                 raise ValueError(f"agent {last} holds the last token of {self.phase!r}: "
                                  "finish() needs its release")
-            np.copyto(self._token, Network._payload(release))
+            np.copyto(self._token, payload_of(release))
             outgoing = release
         else:
             source = net.recv_any(self._token, self.final_phase, self.chain)

@@ -1,336 +1,20 @@
-"""One agent's view of the network: neighbour-only messaging on an MPI dist-graph.
-
-The communicator is built with ``Create_dist_graph_adjacent`` from the agent's in- and
-out-neighbours, with rank == agent id (no reordering). Every way to send goes to
-out-neighbours only: the neighbour collectives address exactly the graph's links, and the
-point-to-point calls refuse a rank that is not a neighbour. So a message to a non-neighbour
-cannot be expressed through this API.
-
-Everything sent is a :class:`~mpi_privopt.privacy.release.Release`. The network reads only
-its payload, meters the bytes and the time on each link, and hands the release to its
-listeners (the privacy ledger), so traffic and privacy are booked by the same send path.
-Receive listeners see every block that arrives (used to model a curious neighbour).
-
-Hot-path rules: payloads are contiguous numpy buffers handed to the upper-case
-(buffer-based) mpi4py calls, never pickled; receive buffers can be passed in (``out=``) and
-reused; waiting is done inside MPI, except where a rank may wait long (a token receive:
-see :func:`wait_sleeping`). A broadcast repeated
-every iteration can go through a :class:`BroadcastChannel` (:meth:`Network.broadcast_channel`):
-fixed buffers and an MPI-4 persistent neighbour collective set up once, which is cheaper
-per exchange than the one-off call; it offers what a method asks for (an exchange, a
-weighted neighbour average ``mix``) and keeps its double buffering to itself.
-"""
+"""The :class:`Network`: one agent's neighbour-only messaging on an MPI dist-graph
+communicator (the package's overview: :mod:`mpi_privopt.network`)."""
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
-from time import perf_counter, sleep
-from typing import Protocol
+from time import perf_counter
 
 import numpy as np
 from mpi4py import MPI
 
-from .privacy.release import Release
+from ..privacy.release import Release
+from .channels import BroadcastChannel, PendingExchange
+from .protocols import (NotANeighbourError, ReceiveListener, ReleaseListener, SendGuard,
+                        payload_of)
+from .tags import CHAIN_STRIDE, max_chain, phase_tag
 from .traffic import TrafficMeter
-
-
-class ReleaseListener(Protocol):
-    """Something told about every release that leaves the agent (the privacy ledger)."""
-
-    def on_release(self, release: Release, receivers: Sequence[int], phase: str, round: int) -> None:
-        ...
-
-
-class ReceiveListener(Protocol):
-    """Something told about every block an agent receives (an honest-but-curious observer)."""
-
-    def on_receive(self, data: np.ndarray, sources: Sequence[int], phase: str, round: int) -> None:
-        ...
-
-
-class SendGuard(Protocol):
-    """Something that may refuse a send before anything leaves the agent (a budget)."""
-
-    def admit(self, outgoing: Sequence[tuple[Release, Sequence[int]]], phase: str) -> None:
-        ...
-
-
-class NotANeighbourError(ValueError):
-    """Raised when a point-to-point message names a rank that is not a neighbour."""
-
-
-def _phase_tag(phase: str) -> int:
-    # Point-to-point messages of different phases must not match each other; every rank
-    # derives the same tag from the phase name, so no agreement round is needed.
-    return zlib.crc32(phase.encode()) % 32000 + 1
-
-
-#: tags per chain: chain c of a phase uses tag ``c * _CHAIN_STRIDE + _phase_tag(phase)``
-_CHAIN_STRIDE = 32768
-
-#: longest sleep (seconds) between two tests of a request in :func:`wait_sleeping`
-BACKOFF_CAP = 1e-3
-# The first sleep; doubled after each failed test, so a message that arrives soon is
-# seen soon, and a long wait costs one test per BACKOFF_CAP. 31 us, not 1 us: Linux sleeps
-# at least its ~60 us timer slack anyway, and the five extra wake-ups of a start at 1 us
-# cost a 2 ms wait 4.3-5.0% of a core against 2.5-3.6% (tests/bench/wait_policy.py,
-# docs/performance.md "Waiting"), without seeing the message sooner.
-_BACKOFF_FIRST = BACKOFF_CAP / 32
-_BACKOFF_GROWTH = 2.0
-
-
-def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> None:
-    """Complete ``request`` without keeping a core busy.
-
-    MPICH's blocking calls (``Wait``, ``Recv``) poll at 100% CPU. That is right for a
-    short exchange, but with a token K - 1 ranks wait at any time and the machine may
-    have fewer cores than ranks. So: test the request, and while it is not complete sleep,
-    doubling the sleep from ``BACKOFF_CAP / 32`` up to ``BACKOFF_CAP`` (the backoff of
-    ``mpi4py.futures``, started where the kernel's timer slack makes shorter sleeps moot). A rank that waits long then costs one test per millisecond, and
-    a message is seen at most ``BACKOFF_CAP`` after it arrives (docs/token.md has the
-    measured CPU time and latency).
-    """
-    if request.Test(status):
-        return
-    pause = _BACKOFF_FIRST
-    while not request.Test(status):
-        sleep(pause)
-        pause = min(_BACKOFF_GROWTH * pause, BACKOFF_CAP)
-
-
-_max_chain: int | None = None
-
-
-def max_chain() -> int:
-    """The largest chain number the MPI library's tag range allows (16383 with MPICH)."""
-    global _max_chain
-    if _max_chain is None:
-        _max_chain = (int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)) - 32000) // _CHAIN_STRIDE
-    return _max_chain
-
-
-class PendingExchange:
-    """A nonblocking exchange in flight; :meth:`wait` completes it and returns the data."""
-
-    __slots__ = ("_request", "_out", "_meter", "_phase", "_links", "_keep", "_on_done")
-
-    def __init__(self, request: MPI.Request, out: np.ndarray | None, meter: TrafficMeter,
-                 phase: str, links: Sequence[int] | None, keep: object = None,
-                 on_done=None) -> None:
-        self._request = request
-        self._out = out
-        self._meter = meter
-        self._phase = phase
-        # links=None: the time belongs to all out-links; [] marks a receive.
-        self._links = links
-        # A send buffer MPI still reads from must stay alive until completion.
-        self._keep = keep
-        # Shows received data to the receive listeners once it has arrived.
-        self._on_done = on_done
-
-    def wait(self, *, sleeping: bool = False) -> np.ndarray | None:
-        """Block until the exchange is complete; return the receive buffer.
-
-        ``sleeping=True`` waits with :func:`wait_sleeping` instead of inside MPI (for a
-        wait that may be long, where MPI's polling would keep a core busy).
-        """
-        start = perf_counter()
-        if sleeping:
-            wait_sleeping(self._request)
-        else:
-            self._request.Wait()
-        elapsed = perf_counter() - start
-        if self._links == []:
-            self._meter.record_receive(self._phase, elapsed)
-        else:
-            self._meter.record_time(self._phase, elapsed, self._links)
-        self._keep = None
-        if self._on_done is not None:
-            self._on_done(self._out)
-            self._on_done = None
-        return self._out
-
-    def test(self) -> bool:
-        """True when the exchange has completed (never loop on this: call :meth:`wait`)."""
-        return bool(self._request.Test())
-
-
-class _BlockingAllgather:
-    """A persistent request's ``Start``/``Wait`` done by a blocking call (MPI-3 libraries)."""
-
-    __slots__ = ("_comm", "_send", "_received")
-
-    def __init__(self, comm: MPI.Topocomm, send: np.ndarray, received: np.ndarray) -> None:
-        self._comm, self._send, self._received = comm, send, received
-
-    def Start(self) -> None:  # noqa: N802 (the mpi4py name)
-        self._comm.Neighbor_allgather(self._send, self._received)
-
-    def Wait(self) -> None:  # noqa: N802
-        pass
-
-    def Free(self) -> None:  # noqa: N802
-        pass
-
-
-class BroadcastChannel:
-    """A broadcast repeated on fixed buffers, run as an MPI-4 persistent neighbour allgather.
-
-    Made by :meth:`Network.broadcast_channel`. The channel owns its send buffers and its
-    receive buffer, so an algorithm asks for what the method needs and never swaps
-    buffers itself::
-
-        compute the next message into  channel.outgoing     (or: mechanism.release(..., out=channel.outgoing))
-        channel.exchange(release)   -> received              row i from in_neighbors[i]
-        channel.mix(release, a_kk, a_k) -> a_kk * sent + a_k @ received   (send, then average)
-        channel.average(a_kk, a_k)  -> the same average of the last exchange (no send)
-        channel.last_sent                                    what the last exchange sent
-
-    With two buffers (``buffers=2``, double buffering) the message sent last stays
-    readable in :attr:`last_sent` while the next one is computed into :attr:`outgoing`:
-    each exchange makes the buffer it sent :attr:`last_sent` and the other one
-    :attr:`outgoing`. Before the first exchange :attr:`last_sent` is a zero buffer (a
-    method whose state starts at 0 reads it as its initial message). With one buffer
-    both name it.
-
-    Because the buffers never change, the neighbour allgather is set up once
-    (``MPI_Neighbor_allgather_init``) and each exchange only starts and completes it:
-    MPICH then skips building the collective's schedule on every call, which is most of
-    a small exchange's cost (see docs/performance.md). Metering, booking, guards and
-    receive listeners are exactly those of :meth:`Network.broadcast`. With an MPI library
-    older than MPI 4 (no persistent collectives) the channel falls back to the blocking
-    ``Neighbor_allgather`` on the same buffers.
-    """
-
-    __slots__ = ("_net", "phase", "sends", "received", "outgoing", "last_sent",
-                 "outgoing_release", "_index", "_following", "_wrapped", "_requests",
-                 "_nbytes", "_counters")
-
-    def __init__(self, net: "Network", phase: str, shape: tuple[int, ...], dtype,
-                 buffers: int) -> None:
-        if buffers < 1:
-            raise ValueError(f"a channel needs at least one send buffer, got {buffers}")
-        self._net = net
-        self.phase = phase
-        #: the send buffers (a release must wrap one of them itself, not a copy or a view)
-        self.sends = tuple(np.zeros(shape, dtype=dtype) for _ in range(buffers))
-        #: row i holds what ``in_neighbors[i]`` sent in the last exchange
-        self.received = np.zeros((net.n_in,) + tuple(shape), dtype=dtype)
-        #: where to write the next message
-        self.outgoing = self.sends[0]
-        #: what the last exchange sent (a zero buffer before the first)
-        self.last_sent = self.sends[-1]
-        #: the release of :attr:`outgoing` when the buffers are wrapped (:meth:`wrap`)
-        self.outgoing_release: Release | None = None
-        self._wrapped: tuple[Release, ...] | None = None
-        # The sends live as long as the channel, so no other object can share their ids.
-        self._index = {id(send): i for i, send in enumerate(self.sends)}
-        # after sending buffer i, buffer _following[i] is the outgoing one
-        self._following = tuple((i + 1) % buffers for i in range(buffers))
-        self._nbytes = self.sends[0].nbytes
-        self._counters = None  # the phase's meter counters, made by the first exchange
-        self._requests = []
-        self.reopen()
-
-    @property
-    def persistent(self) -> bool:
-        """Whether exchanges run as a persistent collective (False: MPI-3 fallback)."""
-        requests = self._requests
-        return bool(requests) and not isinstance(requests[0], _BlockingAllgather)
-
-    def wrap(self, make) -> None:
-        """Wrap each send buffer in a release once, for a message whose kind never changes.
-
-        ``make(buffer)`` returns the release of ``buffer`` (e.g. ``Release.nonprivate``);
-        from then on :attr:`outgoing_release` is the release of :attr:`outgoing`, so a
-        method that sends its state in the clear makes no release per iteration.
-        """
-        self._wrapped = tuple(make(send) for send in self.sends)
-        self.outgoing_release = self._wrapped[self._index[id(self.outgoing)]]
-
-    def exchange(self, release: Release) -> np.ndarray:
-        """Send ``release`` to every out-neighbour; return :attr:`received`.
-
-        ``release.payload`` must be one of the channel's buffers itself (normally
-        :attr:`outgoing`). Afterwards it is :attr:`last_sent`, and :attr:`outgoing` is the
-        next buffer.
-        """
-        payload = release.payload if release.__class__ is Release else Network._payload(release)
-        index = self._index.get(id(payload))
-        if index is None:
-            raise ValueError(
-                f"channel {self.phase!r} sends only from its own buffers: compute the "
-                "message into channel.outgoing and wrap that array in the release")
-        net = self._net
-        if net.guards:
-            net._admit([(release, net.out_neighbors)], self.phase)
-        request = self._requests[index]
-        start = perf_counter()
-        request.Start()
-        request.Wait()
-        elapsed = perf_counter() - start
-        counters = self._counters
-        if counters is None:
-            counters = self._counters = net.meter.counters(self.phase)
-        net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
-                               elapsed)
-        following = self._following[index]
-        self.last_sent = payload
-        self.outgoing = self.sends[following]
-        if self._wrapped is not None:
-            self.outgoing_release = self._wrapped[following]
-        return self.received
-
-    def mix(self, release: Release, self_weight: float,
-            neighbour_weights: np.ndarray) -> np.ndarray:
-        """Send ``release``, then return the weighted neighbour average
-        ``self_weight * payload + neighbour_weights @ received``.
-
-        ``neighbour_weights[i]`` weighs ``in_neighbors[i]`` (e.g. a row of Metropolis
-        weights, :meth:`~mpi_privopt.agent.Agent.mixing_row`).
-        """
-        received = self.exchange(release)
-        return self_weight * release.payload + neighbour_weights @ received
-
-    def average(self, self_weight: float, neighbour_weights: np.ndarray) -> np.ndarray:
-        """The weighted average of the last exchange, ``self_weight * last_sent +
-        neighbour_weights @ received``, without sending (zero before the first exchange)."""
-        return self_weight * self.last_sent + neighbour_weights @ self.received
-
-    def free(self) -> None:
-        """Release the persistent requests (done by :meth:`Network.free`)."""
-        for request in self._requests:
-            request.Free()
-        self._requests = []
-
-    # -- checkpoints (mpi_privopt/services/checkpoint.py) --------------------------------
-
-    def __getstate__(self) -> dict:
-        # Saved: the buffers (which one is outgoing, which last sent, by identity), the
-        # wrapped releases, the counters. Not saved: MPI requests and the id-keyed index,
-        # which belong to this process; reopen() rebuilds them.
-        return {name: getattr(self, name) for name in self.__slots__
-                if name not in ("_requests", "_index")}
-
-    def __setstate__(self, state: dict) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
-        self._index = {id(send): i for i, send in enumerate(self.sends)}
-        self._requests = []
-
-    def reopen(self) -> None:
-        """Set up the persistent requests again on this channel's (restored) buffers.
-
-        Collective, like the channel's creation: every agent reopens its channels in the
-        same order (:meth:`Network.reopen`).
-        """
-        net = self._net
-        try:
-            self._requests = [net.comm.Neighbor_allgather_init(send, self.received)
-                              for send in self.sends]
-        except NotImplementedError:  # an MPI-3 library: no persistent collectives
-            self._requests = [_BlockingAllgather(net.comm, send, self.received)
-                              for send in self.sends]
+from .wait import wait_exchange, wait_sleeping
 
 
 class Network:
@@ -413,13 +97,7 @@ class Network:
 
     # -- helpers -----------------------------------------------------------------------
 
-    @staticmethod
-    def _payload(release: Release) -> np.ndarray:
-        if not isinstance(release, Release):
-            raise TypeError(
-                "the network sends only Release objects; wrap the array with a mechanism, "
-                "Release.public(...) or Release.nonprivate(...)")
-        return release.payload
+    _payload = staticmethod(payload_of)
 
     def _admit(self, outgoing: Sequence[tuple[Release, Sequence[int]]], phase: str) -> None:
         for guard in self.guards:
@@ -479,12 +157,12 @@ class Network:
         beyond the MPI library's tag range, and a phase whose tag another phase already
         used on this agent.
         """
-        tag = _phase_tag(phase)
+        tag = phase_tag(phase)
         if chain:
             if not 0 < chain <= max_chain():
                 raise ValueError(f"chain {chain} is out of range: the MPI library allows "
                                  f"chains 0..{max_chain()}")
-            tag += chain * _CHAIN_STRIDE
+            tag += chain * CHAIN_STRIDE
         seen = self._tag_phases.setdefault(tag, phase)
         if seen != phase:
             raise ValueError(f"point-to-point phases {seen!r} and {phase!r} share a message "
@@ -537,7 +215,7 @@ class Network:
         if self.guards:
             self._admit([(release, receivers)], phase)
         start = perf_counter()
-        self.comm.Neighbor_allgather(payload, out)
+        wait_exchange(self.comm.Ineighbor_allgather(payload, out))
         self._account_broadcast(release, out, phase,
                                 self.meter.by_phase.get(phase) or self.meter.counters(phase),
                                 payload.nbytes, perf_counter() - start)
@@ -597,7 +275,7 @@ class Network:
         if self.guards:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
-        self.comm.Neighbor_alltoall(sendbuf, out)
+        wait_exchange(self.comm.Ineighbor_alltoall(sendbuf, out))
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         if self.receive_listeners:
@@ -631,7 +309,7 @@ class Network:
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
         start = perf_counter()
-        self.comm.Send(payload, dest=dest, tag=self.message_tag(phase, chain))
+        wait_exchange(self.comm.Isend(payload, dest=dest, tag=self.message_tag(phase, chain)))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
         self._book(release, self._single[dest], phase)
 
@@ -651,7 +329,7 @@ class Network:
         """Receive one message from in-neighbour ``source`` into ``out``."""
         self._check_source(source)
         start = perf_counter()
-        self.comm.Recv(out, source=source, tag=self.message_tag(phase, chain))
+        wait_exchange(self.comm.Irecv(out, source=source, tag=self.message_tag(phase, chain)))
         self.meter.record_receive(phase, perf_counter() - start)
         if self.receive_listeners:
             self._observe(out[np.newaxis], (source,), phase)
@@ -716,7 +394,8 @@ class Network:
     @property
     def collective_path(self) -> str:
         """How this agent's broadcast channels exchange: ``"persistent"`` (MPI-4
-        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback) or ``"none"``
+        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback: a one-off
+        ``Ineighbor_allgather`` per exchange) or ``"none"``
         (no channel made since the last :meth:`free`)."""
         if not self._channels:
             return "none"

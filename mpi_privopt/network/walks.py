@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 import networkx as nx
 import numpy as np
 
-from .errors import ConfigError
-from .topology.light import as_networkx
+from ..errors import ConfigError
+from ..topology.light import as_networkx
 
 #: spawn-key tag of the public schedule streams ("WALK")
 SCHEDULE_STREAM_TAG = 0x57414C4B
