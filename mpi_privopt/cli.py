@@ -128,13 +128,13 @@ def cmd_check(args) -> int:
     from .methods import ALGORITHMS
 
     cfg, graph = check_run_input(args.config, args.overrides, args.ranks)
-    data = [problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
-            for agent in range(args.ranks)]
+    from .problems.registry import is_aggregative  # its builder holds its data: no rows
+    data = [] if is_aggregative(cfg.problem.name) else [
+        problems.load_agent_data(cfg.problem, agent, args.ranks, cfg.run.seed)
+        for agent in range(args.ranks)]
     counts = [len(y) for _, y in data]
     # what a method can refuse only once it sees the graph and the data (a token schedule)
-    check_setup = getattr(ALGORITHMS[cfg.algorithm.name], "check_setup", None)
-    if check_setup is not None:
-        check_setup(cfg, graph, counts)
+    ALGORITHMS[cfg.algorithm.name].check_setup(cfg, graph, counts)
     # a schedule that cannot be calibrated (overflows over T) is refused here; the noise
     # warning and outlook (commands/noise_outlook.py), as run prints them before MPI
     notes = prelaunch_notes(args.config, args.overrides, cfg,
@@ -146,6 +146,7 @@ def cmd_check(args) -> int:
     print(f"  algorithm  {cfg.algorithm.name}"
           + (f"  ({display.mapping(params)})" if params else ""))
     source = (f"preset {cfg.problem.preset or 'gade2017'}" if cfg.problem.name == "polynomial"
+              else f"module {cfg.problem.module}" if cfg.problem.module
               else f"data {cfg.problem.data}" if cfg.problem.data else "synthetic data")
     print(f"  problem    {cfg.problem.name}  ({source})")
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "

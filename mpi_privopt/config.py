@@ -93,6 +93,7 @@ class AlgorithmConfig:
 
     name: str = "admm"
     params: Any = None  # the algorithm's Params dataclass instance
+    module: str = ""  # your own method, "package.module:ClassName" (mpi_privopt/user_modules.py)
 
 
 @dataclass
@@ -106,9 +107,14 @@ class Config:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """The fully resolved configuration, as it would be written in TOML."""
-        algorithm = {"name": self.algorithm.name, **dataclasses.asdict(self.algorithm.params)}
+        own = {"module": self.algorithm.module} if self.algorithm.module else {}
+        algorithm = {"name": self.algorithm.name, **own,
+                     **dataclasses.asdict(self.algorithm.params)}
+        problem = dataclasses.asdict(self.problem)
+        if not problem.get("module", True):
+            del problem["module"]  # a packaged problem's config reads as it always did
         return {
-            "problem": dataclasses.asdict(self.problem),
+            "problem": problem,
             "topology": dataclasses.asdict(self.topology),
             "algorithm": algorithm,
             "privacy": dataclasses.asdict(self.privacy),
@@ -257,8 +263,8 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``section.key=value`` overrides in order.
 
-    Switching ``algorithm.name`` to another algorithm drops the file's other
-    ``[algorithm]`` keys: they were parameters of the algorithm being replaced.
+    Switching ``algorithm.name`` (or ``algorithm.module``) to another algorithm drops the
+    file's other ``[algorithm]`` keys: they were parameters of the algorithm being replaced.
     """
     merged = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     parsed = [parse_override(text) for text in overrides]
@@ -267,6 +273,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if (section, key) == ("algorithm", "name") and isinstance(file_algorithm, dict) \
                 and value != file_algorithm.get("name", AlgorithmConfig.name):
             merged["algorithm"] = {}
+        if (section, key) == ("algorithm", "module") and isinstance(file_algorithm, dict) \
+                and value != file_algorithm.get("module", ""):
+            merged["algorithm"] = {}  # another method of your own: the same rule
     for text, (section, key, value) in zip(overrides, parsed):
         if section not in SECTIONS:
             raise ConfigError(f"override {text!r} names unknown section [{section}]",
@@ -301,10 +310,10 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     from .privacy.noise import NOISE_MODES
     from .services.divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
-    from .problems.registry import is_aggregative
     from .problems.config import local_l1
     from .topology import KINDS  # the names only: the builders import networkx
     from .services.watchdog import stall_timeout_seconds
+    from .user_modules import load_method, load_problem
 
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
@@ -317,6 +326,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
                               f"write [{section}] on its own line, then key = value lines")
 
     problem = build_section(ProblemConfig, raw.get("problem", {}), "problem")
+    load_problem(problem, raw.get("problem", {}), description)  # problem.module: registered
     validate_problem_config(problem)
     topology = build_section(TopologyConfig, raw.get("topology", {}), "topology")
     if topology.kind not in KINDS:
@@ -378,7 +388,10 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     local_l1(problem, run.evaluate)  # l1 = "auto" only where the data may be gathered
 
     algo_raw = dict(raw.get("algorithm", {}))
-    name = algo_raw.pop("name", AlgorithmConfig.name)
+    module, name = algo_raw.pop("module", ""), algo_raw.pop("name", None)
+    if module != "":  # your own method: imported, checked, registered under its class's name
+        name = load_method(module, name, description)
+    name = AlgorithmConfig.name if name is None else name
     if name not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm.name {name!r}",
                           f"valid algorithms: {', '.join(sorted(ALGORITHMS))}")
@@ -390,17 +403,33 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
             f"privacy.epsilon = {privacy.epsilon} is set, but algorithm {name!r} is not private "
             "(its privacy loss is unbounded)",
             "choose a private algorithm, or set privacy.epsilon = inf")
-    if is_aggregative(problem.name) and not getattr(algorithm_cls, "aggregative", False):
-        aggregative_methods = sorted(n for n, c in ALGORITHMS.items()
-                                     if getattr(c, "aggregative", False))
-        raise ConfigError(f"algorithm {name!r} cannot solve the aggregative problem "
-                          f"{problem.name!r}",
-                          f"choose an aggregative method ({', '.join(aggregative_methods)})")
+    _check_problem_kind(name, algorithm_cls, problem.name)
     if topology.directed and algorithm_cls.requires_undirected:
         raise ConfigError(f"algorithm {name!r} needs an undirected graph",
                           "set topology.directed = false")
     config = Config(problem=problem, topology=topology,
-                    algorithm=AlgorithmConfig(name=name, params=params),
+                    algorithm=AlgorithmConfig(name=name, params=params, module=module),
                     privacy=privacy, run=run, source=description)
     algorithm_cls.validate_config(config)
     return config
+
+
+def _check_problem_kind(name: str, algorithm_cls, problem: str) -> None:
+    """Refuse a method whose ``problem_kind`` is not the kind of ``[problem] name``."""
+    from .methods import ALGORITHMS
+    from .problems.registry import problem_kind, problems_of_kind
+
+    kind, needs = problem_kind(problem), algorithm_cls.problem_kind
+    if kind == needs:
+        return
+    if kind != "consensus":  # a special problem: say which methods solve it
+        methods = sorted(n for n, c in ALGORITHMS.items() if c.problem_kind == kind)
+        raise ConfigError(f"algorithm {name!r} cannot solve the {kind} problem {problem!r}",
+                          f"choose {_a(kind)} method ({', '.join(methods)})")
+    raise ConfigError(f"algorithm {name!r} needs {_a(needs)} problem, not {problem!r}",
+                      f'set [problem] name = "{problems_of_kind(needs)[0]}" (or another '
+                      f"{needs} problem)")
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"

@@ -47,6 +47,7 @@ from .results import RunDirectory, choose_run_dir, release_run_dir, write_json
 from .summary import EVALUATION_NOTES
 from .services.budget_stop import speak_for_stopped_agents, stop_record_path
 from .services.divergence import Diverged, DivergenceGuard, NoiseWatch
+from . import run_lock
 from .services import faults, watchdog
 from .services.base import CarriedState, LoopState, RunContext, RunService
 from .services.checkpoint import Checkpointer, can_save, refuse_unsaveable
@@ -208,6 +209,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
                 session.progress.close()
         return finish(session)
     finally:
+        run_lock.release()  # rank 0's claim of the run directory, held until now
         eval_comm.Free()
         if not leaving:
             hold.release()
@@ -227,6 +229,7 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
     agree(eval_comm, lambda: refuse_unsaveable(cfg))
     if resume:  # the run's own directory, with its checkpoint
+        agree(eval_comm, lambda: run_lock.claim(out, f"--resume {out}") if root else None)
         agree(eval_comm, lambda: check_resume_input(out, cfg, graph, n_agents))
         session = _set_up_in(out, cfg, comm, eval_comm, stream, on_setup, graph, resume)
         # the saved carried objects in place of the fresh ones (services/resume.py)
@@ -289,9 +292,8 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
                        f"{n_agents} agents, {cfg.topology.kind} graph "
                        f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
-        setup_note = getattr(algorithm, "setup_note", "")
-        if setup_note:  # what the method decided at set-up and the user should know
-            _print(stream, f"note: {setup_note}")
+        if algorithm.setup_note:  # what the method decided at set-up and the user should know
+            _print(stream, f"note: {algorithm.setup_note}")
         if problem.reference is not None:
             _print(stream, f"reference optimum: {problem.reference.method}, "
                            f"F(w_c) = {display.number(problem.reference.value)}")

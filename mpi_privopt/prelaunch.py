@@ -83,12 +83,12 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     cfg = load_config(config, overrides)
     method = ALGORITHMS[cfg.algorithm.name]
     method.check_agent_count(n_ranks)
+    from .user_modules import check_problem_product
+    check_problem_product(cfg.problem, n_ranks, cfg.run.seed)  # your own problem's members
     from .services.checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
     graph = run_graph(cfg, n_ranks)
-    check_graph = getattr(method, "check_graph", None)  # e.g. a token schedule's graph needs
-    if check_graph is not None:
-        check_graph(cfg, graph)
+    method.check_graph(cfg, graph)  # e.g. a token schedule's graph needs a Hamiltonian cycle
     return cfg, graph
 
 

@@ -14,6 +14,7 @@ Layout::
     models.npz      reference mode: W, every agent's final model (row k = agent k); w_c
     models-agent-K.npz  local / none modes: agent K's own final model w, written by agent K
     summary.json    the headline numbers of the run (:class:`~mpi_privopt.summary.RunSummary`)
+    .mpi_privopt-claim  while a run (or a resume) writes here: who it is (mpi_privopt/run_lock.py)
 
 ``metrics.csv`` is appended and flushed at every evaluation, so a run that stops early
 keeps everything it measured up to then.
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from . import run_lock
 from .errors import ConfigError
 from .monitor import COST_COLUMNS, Evaluation
 from .summary import RunSummary
@@ -78,19 +80,18 @@ def write_npz(path: str | Path, **arrays: np.ndarray) -> None:
     write_durable(path, lambda handle: np.savez(handle, **arrays))
 
 
-#: made with O_EXCL inside an --out directory while a run claims it; removed once the
-#: run's config.toml is there (from then on the directory is not empty)
-CLAIM_MARKER = ".mpi_privopt-claim"
+#: the claim a run holds on its directory from set-up to exit (mpi_privopt/run_lock.py)
+CLAIM_MARKER = run_lock.CLAIM_FILE
 
 
 def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") -> Path:
     """Create (claim) the directory for a new run and return it.
 
-    Never one that already holds results, and never one that another run claims at the
-    same moment: the default ``runs/NAME-STAMP-seedS`` is made with an exclusive ``mkdir``
-    (a suffix is added until one succeeds), an ``--out`` directory is claimed with an
-    exclusive marker file. Checked now, while the ranks agree, rather than found when
-    rank 0 writes.
+    Never one that already holds results, and never one that another run claims: the
+    default ``runs/NAME-STAMP-seedS`` is made with an exclusive ``mkdir`` (a suffix is
+    added until one succeeds), and either directory is claimed for the whole run
+    (:func:`mpi_privopt.run_lock.claim`, released when the run returns). Checked now,
+    while the ranks agree, rather than found when rank 0 writes.
     """
     if out:
         try:
@@ -104,12 +105,14 @@ def choose_run_dir(out: str | None, name: str, seed: int, base: str = "runs") ->
     while True:
         try:
             path.mkdir(parents=True)  # exclusive: two jobs in the same second differ
-            return path
+            break
         except FileExistsError:
             suffix += 1
             path = stem.with_name(f"{stem.name}-{suffix}")
         except OSError as err:
             raise _cannot_make(f"the run directory {path}", err) from None
+    run_lock.claim(path, f"the run directory {path}")
+    return path
 
 
 def _cannot_make(what: str, err: OSError) -> ConfigError:
@@ -121,32 +124,35 @@ def _cannot_make(what: str, err: OSError) -> ConfigError:
 
 
 def _claim_out(out: str) -> Path:
-    """Claim the ``--out`` directory ``out`` (see :func:`choose_run_dir`)."""
+    """Claim the ``--out`` directory ``out`` (see :func:`choose_run_dir`): it must be new
+    or empty (but for a claim: another run's, refused, or a stale one, removed)."""
     path = Path(out)
-    if path.is_dir() and [p.name for p in path.iterdir()] == [CLAIM_MARKER]:
-        raise _claimed_by_another(out)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(f"--out {out} already exists and is not empty",
-                          "choose a new directory; earlier results are never overwritten")
+    if path.exists() and (not path.is_dir() or _contents(path)):
+        raise _not_empty(out)
     _check_can_make(path, f"--out {out}")
     path.mkdir(parents=True, exist_ok=True)
-    try:
-        os.close(os.open(path / CLAIM_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        raise _claimed_by_another(out) from None
+    run_lock.claim(path, f"--out {out}")
+    if _contents(path):  # another run wrote there and ended just before this claim
+        run_lock.release(path)
+        raise _not_empty(out)
     return path
 
 
-def _claimed_by_another(out: str) -> ConfigError:
-    return ConfigError(f"--out {out} is being used by another run started at the same time",
-                       "choose a new directory for this run")
+def _contents(path: Path) -> list[Path]:
+    """What ``path`` holds besides claims (a claim being taken has a name of its own)."""
+    return [p for p in path.iterdir() if not p.name.startswith(CLAIM_MARKER)]
+
+
+def _not_empty(out: str) -> ConfigError:
+    return ConfigError(f"--out {out} already exists and is not empty",
+                       "choose a new directory; earlier results are never overwritten")
 
 
 def release_run_dir(path: str | Path) -> None:
-    """Undo a claim whose run never started: remove the directory if nothing but the
-    claim is in it (a run refused during set-up leaves no empty directory behind)."""
+    """Undo a claim whose run never started: release it and remove the directory if
+    nothing else is in it (a run refused during set-up leaves no empty directory)."""
     path = Path(path)
-    (path / CLAIM_MARKER).unlink(missing_ok=True)
+    run_lock.release(path)
     try:
         path.rmdir()
     except OSError:
@@ -210,7 +216,6 @@ class RunDirectory:
 
     def write_config(self, toml_text: str) -> None:
         (self.path / "config.toml").write_text(toml_text)
-        (self.path / CLAIM_MARKER).unlink(missing_ok=True)  # no longer empty: claimed
 
     def write_graph(self, graph) -> None:
         write_edge_list(graph, self.path / "graph.edgelist")

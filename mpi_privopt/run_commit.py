@@ -279,7 +279,7 @@ def build_summary(s, traffic: dict, privacy: dict, comm_seconds: list[float]) ->
     worst, worst_eps = privacy["worst_link"], privacy["worst_link_epsilon"]
     conversion = (privacy["links"]["conversion"][worst[0]][worst[1]] if worst else None)
     delta = cfg.privacy.delta
-    if getattr(algorithm_cls, "pure_headline", False):
+    if algorithm_cls.pure_headline:
         # a pure local-DP method: its headline is pure epsilon at delta = 0, never an
         # (epsilon, delta) conversion (privacy.json keeps every conversion)
         worst, worst_eps = _worst_pure_link(privacy["links"]["epsilon_pure"], worst, worst_eps)

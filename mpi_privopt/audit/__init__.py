@@ -8,9 +8,12 @@ ledger's upper bound (docs/privacy-audit.md).
   clean value of each world computed by the method's own step functions;
 * :mod:`.harness`: what is attached to the agents of a run (the target's trials, every
   agent's wire record);
-* :mod:`.token`, :mod:`.aggregative`: the methods whose release path is not one mechanism
-  call on a step's value (token-admm's ``_iterate``; ldp-aggregative's packed Laplace
-  messages of a private state, audited in pure epsilon through shadow trajectories);
+* :mod:`.method_audit`: what a method's ``audit()`` hook returns (how the runner attaches
+  to it), and the audit through a method's mechanism; the methods whose release path is
+  not one mechanism call on a step's value have theirs in their family
+  (``methods/chan2023/audit.py``: token-admm's ``_iterate``; ``methods/chen2025/audit.py``:
+  ldp-aggregative's packed Laplace messages of a private state, audited in pure epsilon
+  through shadow trajectories);
 * :mod:`.runner`: :func:`run_audit` under MPI and the report;
 * :mod:`.command`: ``python -m mpi_privopt audit``.
 

@@ -7,13 +7,15 @@ sensitivity). Every method here averages per-sample gradients over the agent's M
 so the canary adds ``s c1 u / M`` (``s = +1, -1``; ``s = 0``: the midpoint, a record with
 zero gradient) to the gradient the method uses.
 
-A :data:`COUNTERFACTUALS` entry is called by the audit harness at the moment the target's
+A method's counterfactual (:func:`linearised_admm`, :func:`subgradient`,
+:func:`exact_admm`, handed out by the method's ``audit()`` hook in a
+:class:`~.method_audit.MechanismAudit`) is called by the audit harness at the moment the target's
 mechanism releases, before the method has changed any state, and returns ``clean(g)``: the
 clean value this step would release had the canary term ``g`` been added to its gradient,
 computed by the method's own step functions (:func:`~mpi_privopt.methods.baselines.admm.linearised_primal`,
 :meth:`~mpi_privopt.methods.gauthier2024.p_admm.PADMM.local_minimiser`, ...). The run on the wire is
 the midpoint world; the harness checks that ``clean(0)`` is the value the method really
-released, so an entry that drifts from its method fails loudly.
+released, so a counterfactual that drifts from its method fails loudly.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from ..methods.baselines.admm import linearised_primal
 from ..methods.steps import step_size
 from ..errors import ConfigError
 
-__all__ = ["COUNTERFACTUALS", "canary_direction", "canary_gradient", "counterfactual"]
+__all__ = ["auditable", "canary_direction", "canary_gradient", "counterfactual",
+           "exact_admm", "linearised_admm", "subgradient"]
 
 #: clean(g): the step's clean value with the canary gradient term g added
 Clean = Callable[[np.ndarray], np.ndarray]
@@ -54,7 +57,7 @@ def canary_gradient(problem, u: np.ndarray, sign: float) -> np.ndarray:
     return sign * problem.clip * u / problem.n_samples
 
 
-def _linearised_admm(algorithm, n: int) -> Clean:
+def linearised_admm(algorithm, n: int) -> Clean:
     # zcdp-nfl, eps-delta-nfl: eq. (7) from the state before the exchange (8)-(9)
     state, params, problem = algorithm.state, algorithm.params, algorithm.agent.problem
     eta = step_size(params.schedule, params.eta, n)
@@ -65,7 +68,7 @@ def _linearised_admm(algorithm, n: int) -> Clean:
                                        state.degree, eta)
 
 
-def _subgradient(algorithm, n: int) -> Clean:
+def subgradient(algorithm, n: int) -> Clean:
     # zcdp-grad-nfl: w = sum_l a_kl wt_l - alpha_n g_k(wt_k)
     channel, params = algorithm.channel, algorithm.params
     alpha = step_size(params.schedule, params.step, n)
@@ -74,7 +77,7 @@ def _subgradient(algorithm, n: int) -> Clean:
     return lambda g: average - alpha * (gradient + g)
 
 
-def _exact_admm(algorithm, n: int) -> Clean:
+def exact_admm(algorithm, n: int) -> Clean:
     # p-admm: the exact local minimiser; the canary is a linear term of f_k
     state, rho = algorithm.state, algorithm.params.rho
     start = np.array(state.wt, copy=True)
@@ -89,24 +92,18 @@ def _exact_admm(algorithm, n: int) -> Clean:
     return clean
 
 
-#: method name -> (algorithm, iteration) -> clean(g)
-COUNTERFACTUALS: dict[str, Callable[[object, int], Clean]] = {
-    "zcdp-nfl": _linearised_admm,
-    "eps-delta-nfl": _linearised_admm,
-    "zcdp-grad-nfl": _subgradient,
-    "p-admm": _exact_admm,
-}
-
-
-#: audited methods with a harness of their own (methods/chan2023/audit.py, methods/chen2025/audit.py)
-OWN_HARNESS = ("token-admm", "ldp-aggregative")
+def auditable() -> list[str]:
+    """The methods with a white-box audit (their ``audit()`` hook is not None)."""
+    from ..methods import ALGORITHMS
+    return [name for name, method in ALGORITHMS.items() if method.audit() is not None]
 
 
 def counterfactual(name: str) -> Callable[[object, int], Clean]:
-    """The entry of method ``name``, or a ConfigError naming the auditable methods."""
-    try:
-        return COUNTERFACTUALS[name]
-    except KeyError:
+    """Method ``name``'s counterfactual (its audit goes through its mechanism), or a
+    ConfigError naming the auditable methods."""
+    from ..methods import ALGORITHMS
+    audit = ALGORITHMS[name].audit() if name in ALGORITHMS else None
+    if audit is None or audit.clean_for is None:
         raise ConfigError(f"no white-box audit for algorithm {name!r} yet",
-                          f"audit one of: {', '.join([*COUNTERFACTUALS, *OWN_HARNESS])}"
-                          ) from None
+                          f"audit one of: {', '.join(auditable())}")
+    return audit.clean_for

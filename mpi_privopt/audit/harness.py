@@ -90,13 +90,11 @@ def trial_copy(mechanism, noise):
 
 def mechanism_of(algorithm):
     """The additive-noise mechanism a method releases through."""
-    release = getattr(algorithm, "release", None)
-    mechanism = getattr(release, "mechanism", None)
-    if mechanism is None:
-        raise ConfigError(f"algorithm {getattr(algorithm, 'name', algorithm)!r} has no "
+    if algorithm.release is None:
+        raise ConfigError(f"algorithm {algorithm.name!r} has no "
                           "release mechanism the audit can wrap",
                           "audit a method that releases through an IterateRelease")
-    return mechanism
+    return algorithm.release.mechanism
 
 
 class NoiseChecks:
@@ -173,7 +171,7 @@ class TrialHarness:
     agent, algorithm
         The target and its method (from the engine's ``on_setup``).
     clean_for : callable
-        The method's :data:`~.canary.COUNTERFACTUALS` entry.
+        The method's counterfactual (its ``audit()`` hook's ``MechanismAudit.clean_for``).
     u : numpy.ndarray
         The canary direction.
     positive : numpy.ndarray of bool

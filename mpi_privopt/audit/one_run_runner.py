@@ -28,23 +28,22 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import display
+from ..methods import ALGORITHMS
 from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError
 from ..privacy.ledger import Ledger
-from .canary import counterfactual
+from .canary import auditable, counterfactual
 from .harness import (AUDIT_NOISE_TAG, audit_noise, mechanism_of, observe_releases,
                       trial_copy)
 from .one_run import best_possible_bound, epsilon_lower_bound, sign_guesses
-from .runner import planned_mu
+from .method_audit import planned_mu
 from .verdict import PASS, decide, format_verdict
 
 __all__ = ["OneRunHarness", "plan_guesses", "run_one_run_audit", "canary_signs",
            "format_one_run"]
 
-#: methods whose clean value is affine in the canary term
-AFFINE_METHODS = ("zcdp-nfl", "eps-delta-nfl", "zcdp-grad-nfl")
 #: spawn-key stream of the canaries' signs (beside the trial worlds' streams 1 and 2)
 SIGN_STREAM = 3
 
@@ -121,10 +120,11 @@ def _check(cfg: Config, graph, target: int, receiver: int | None, canaries: int,
            guesses: int | None) -> None:
     n = graph.number_of_nodes()
     counterfactual(cfg.algorithm.name)
-    if cfg.algorithm.name not in AFFINE_METHODS:
+    if not ALGORITHMS[cfg.algorithm.name].audit().affine:
+        affine = [name for name in auditable() if ALGORITHMS[name].audit().affine]
         raise ConfigError(f"the one-run audit needs a method whose release is affine in "
                           f"the canary gradient, not {cfg.algorithm.name!r}",
-                          f"audit one of {', '.join(AFFINE_METHODS)} in one run, or use "
+                          f"audit one of {', '.join(affine)} in one run, or use "
                           "the trial audit (python -m mpi_privopt audit)")
     if not 0 <= target < n or (receiver is not None and not graph.has_edge(target, receiver)):
         raise ConfigError(f"agent {target} and link {target},{receiver} must be in the graph",

@@ -27,6 +27,9 @@ def _family_methods() -> dict[str, str]:
     return table
 
 
-ALGORITHMS.add_lazy(_family_methods())
+#: ``algorithm.name -> "package.module:Class"`` of every method shipped in the package (a
+#: user's own method, ``algorithm.module``, may not take one of these names)
+PACKAGED = _family_methods()
+ALGORITHMS.add_lazy(PACKAGED)
 
-__all__ = ["ALGORITHMS", "FAMILIES", "Algorithm", "Registry", "register"]
+__all__ = ["ALGORITHMS", "FAMILIES", "PACKAGED", "Algorithm", "Registry", "register"]

@@ -75,11 +75,16 @@ def register(cls: type["Algorithm"]) -> type["Algorithm"]:
 
 
 class Algorithm(ABC):
-    """One agent's side of a decentralized method.
+    """One agent's side of a decentralized method, and the contract every method meets.
 
     Subclasses read like the paper: the class docstring carries the update equations and
     says which message goes on which link in which phase. They talk to other agents only
     through ``agent.net`` and never call mpi4py.
+
+    Every hook the rest of the package asks of a method is declared here with its default
+    (docs/architecture.md, "The Method contract"); nothing outside the registry probes a
+    method with ``getattr`` or compares its name. A subclass overrides only what differs
+    (tests/unit/test_method_contract.py checks that it defines no other public name).
 
     Class attributes
     ----------------
@@ -91,10 +96,19 @@ class Algorithm(ABC):
         Whether every data-dependent message goes through a privacy mechanism.
     requires_undirected : bool
         Whether the method needs symmetric links.
+    problem_kind : str
+        The kind of problem it solves, one of
+        :data:`~mpi_privopt.problems.registry.PROBLEM_KINDS`: ``"consensus"`` (one mean
+        objective, each agent a local f_k) or ``"aggregative"`` (Chen & Wang 2025's
+        ``sum_i f_i(x_i, g(x))``). ``load_config`` refuses a problem of another kind.
     uses_records : bool
         Whether ``agent.problem`` is the agent's records of one mean objective
         (:class:`~mpi_privopt.problems.consensus.records.Records`, a token method) instead of its
-        local objective f_k.
+        local objective f_k (consensus problems only).
+    pure_headline : bool
+        Whether the method is a pure local-DP method whose ``summary.json`` headline is
+        the pure epsilon at delta = 0, never an (epsilon, delta) conversion (read by
+        ``run_commit`` when it writes the summary).
     min_agents : int
         The fewest agents it can run with (:meth:`check_agent_count`).
     Params : dataclass
@@ -105,13 +119,18 @@ class Algorithm(ABC):
     summary: ClassVar[str]
     private: ClassVar[bool] = False
     requires_undirected: ClassVar[bool] = True
+    problem_kind: ClassVar[str] = "consensus"
     uses_records: ClassVar[bool] = False
+    pure_headline: ClassVar[bool] = False
     #: the fewest agents the method can run with (a method that must send its neighbours
     #: something at set-up cannot run alone)
     min_agents: ClassVar[int] = 1
     #: why the method cannot be checkpointed ("" = it can: its whole state between two
     #: iterations is in its agent's objects; mpi_privopt/services/checkpoint.py)
     no_checkpoint: ClassVar[str] = ""
+    #: the blocks of each packed per-block message (Chen & Wang 2025's x, y, z), in order;
+    #: () for a method that does not send packed blocks (:meth:`block_budgets`)
+    blocks: ClassVar[tuple[str, ...]] = ()
 
     @dataclasses.dataclass
     class Params:
@@ -129,6 +148,16 @@ class Algorithm(ABC):
     param_checks: ClassVar[tuple[Callable, ...]] = ()
     #: checks of the whole config (``check(name, cfg)``), run by :meth:`validate_config`
     config_checks: ClassVar[tuple[Callable, ...]] = ()
+
+    #: what the method releases on its links when it is one perturbed iterate per
+    #: iteration: its :class:`~mpi_privopt.methods.perturbed.IterateRelease` (set in
+    #: ``__init__``), whose ``mechanism`` the audit wraps
+    #: (:func:`~mpi_privopt.audit.harness.mechanism_of`). None (the default): the method
+    #: releases some other way (a token, packed blocks, shares), so no mechanism to wrap.
+    release: object | None = None  # an IterateRelease (perturbed.py imports this module)
+    #: what the method decided at set-up and the user should know, one line ("" = nothing);
+    #: set in ``__init__``; the engine prints it once (rank 0) before the first iteration
+    setup_note: str = ""
 
     @classmethod
     def check_agent_count(cls, n_agents: int) -> None:
@@ -176,6 +205,68 @@ class Algorithm(ABC):
         for check in cls.config_checks:
             check(cls.name, cfg)
 
+    @classmethod
+    def check_graph(cls, cfg, graph) -> None:
+        """Raise ConfigError when the method cannot run on ``graph`` (a networkx graph of
+        the run's agents), e.g. a token ring on a graph without a Hamiltonian cycle.
+
+        Called before MPI starts, by ``prelaunch.check_run_input`` (``run``, ``check``,
+        ``launch``), once the config is loaded and the graph built. Default: any graph.
+        """
+
+    @classmethod
+    def check_setup(cls, cfg, graph, counts: list[int]) -> None:
+        """Raise ConfigError for what the method's set-up would refuse once it sees the
+        graph and every agent's record count ``counts`` (e.g. a token schedule).
+
+        Called by ``mpi_privopt check`` (cli.py) after loading every agent's data, so
+        the check refuses before launch what the run would refuse at set-up. Default:
+        nothing to refuse.
+        """
+
+    @classmethod
+    def audit(cls):
+        """The white-box audit of this method: a
+        :class:`~mpi_privopt.audit.method_audit.MethodAudit` (how the audit attaches its
+        trials to the method's releases and summarises them), or None (the default): no audit.
+
+        Called by the audit runner (``mpi_privopt audit``) and by
+        :func:`~mpi_privopt.audit.canary.counterfactual`; the family owns its audit, so a
+        method imports its audit module here, inside the hook (the audit loads the
+        method's modules, not the other way round).
+        """
+        return None
+
+    @classmethod
+    def share_basis(cls, params: "Algorithm.Params", dim: int) -> np.ndarray | None:
+        """The public exponents of the masking polynomials the method shares at set-up
+        (function sharing, Gade & Vaidya 2017), which the curious-neighbour attack
+        (methods/gade2017/attacks/runner.py) subtracts from what it inverts; None (the default): the method
+        shares no mask.
+        """
+        return None
+
+    @classmethod
+    def block_budgets(cls, params: "Algorithm.Params", agent: int,
+                      n_agents: int) -> dict | None:
+        """The noise budgets of agent ``agent``'s packed per-block messages, noisy blocks
+        only (block -> an object with ``sensitivity(t)`` and ``scale(t)``, the method's own
+        construction), for a method that sends packed Laplace blocks (:attr:`blocks`);
+        None (the default): it does not.
+
+        Called by the Chen & Wang reproduction (methods/chen2025/reproduce/panels.py) to
+        draw a budget curve without running the method.
+        """
+        return None
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        """How many messages (t = 0, 1, ...) the method has sent after ``n`` iterations.
+
+        Default ``n``: one per iteration. Read with :meth:`block_budgets`.
+        """
+        return n
+
     def __init__(self, agent: Agent, params: "Algorithm.Params") -> None:
         self.agent = agent
         self.params = params
@@ -193,15 +284,30 @@ class Algorithm(ABC):
         """The privacy events of iterations ``first`` .. ``last`` as one observer sees them,
         when the method knows them before it runs (its noise schedule is public).
 
-        A resume asks, and is refused before any release when they would take the agent
-        past ``privacy.epsilon`` (mpi_privopt/services/resume.py). None (the default): not
-        known ahead; the ledger's guard then refuses the first release over the budget.
+        Called on every rank by a resume (mpi_privopt/services/resume.py) and by the audit
+        runner (a pure-epsilon audit's planned epsilon). A resume is refused before any
+        release when they would take the agent past ``privacy.epsilon``. None (the
+        default): not known ahead; the ledger's guard then refuses the first release over
+        the budget.
         """
         return None
+
+    def extend(self, fresh: "Algorithm", iterations: int) -> None:
+        """Go on past the iterations this (restored) method was set up for, to
+        ``iterations``, taking what depends on the run's length from ``fresh`` (the method
+        the resume's set-up made for ``iterations``).
+
+        Called on every rank by a resume that extends a run
+        (mpi_privopt/services/resume.py), before it checks the planned releases against the
+        budget. Default: nothing to do
+        (the method's state does not depend on the number of iterations; a token method's
+        public schedule does).
+        """
 
     def report(self) -> dict:
         """Extra facts for ``summary.json`` (rank 0's instance is asked), e.g. a certificate.
 
-        Keys become ``summary["algorithm_report"]``; the summary table prints each one.
+        Called by rank 0 at the end of a run (run_commit.py). Keys become
+        ``summary["algorithm_report"]``; the summary table prints each one.
         """
         return {}

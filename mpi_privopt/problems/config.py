@@ -66,6 +66,9 @@ class ProblemConfig:
         :data:`~mpi_privopt.problems.registry.AGGREGATIVE_PROBLEMS`): the problem's own
         options, the ``[problem.options]`` table, handed to its builder, which checks them
         (``--set problem.options.KEY=VALUE`` sets one).
+    module : str
+        Your own aggregative problem, ``"package.module:factory"`` (then ``name`` is its
+        own name): :mod:`mpi_privopt.user_modules`; "" for a packaged problem.
     """
 
     name: str = "ridge"
@@ -81,6 +84,7 @@ class ProblemConfig:
     preset: str = ""
     radius: float = 0.5
     options: dict = field(default_factory=dict)
+    module: str = ""
 
 
 def _is_real(x: object) -> bool:
@@ -114,7 +118,7 @@ def validate_problem_config(cfg: ProblemConfig) -> None:
         raise ConfigError(
             f"unknown problem [problem] name = {cfg.name!r}",
             f"choose one of {', '.join(PROBLEMS)}, {POLYNOMIAL}, or an aggregative problem "
-            f"({', '.join(AGGREGATIVE_PROBLEMS)})",
+            f"({', '.join(AGGREGATIVE_PROBLEMS)}), or your own with problem.module",
         )
     if cfg.preset:
         raise ConfigError(

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
 from mpi_privopt.problems.consensus.losses import LOSSES, Loss
 
-__all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS", "is_aggregative"]
+__all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS",
+           "PROBLEM_KINDS", "is_aggregative", "problem_kind", "problems_of_kind"]
 
 #: Sentinel for ``l1``: ``AUTO_L1_FACTOR * ||X^T y||_inf`` on the globally stacked data.
 AUTO = "auto"
@@ -93,6 +94,24 @@ AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
 }
 
 
+#: the kinds of problem, each a method's ``problem_kind``
+#: (:class:`~mpi_privopt.methods.contract.Algorithm`): ``consensus`` (:data:`PROBLEMS` and
+#: :data:`POLYNOMIAL`: one mean objective, each agent a local f_k or its records),
+#: ``aggregative`` (:data:`AGGREGATIVE_PROBLEMS`)
+PROBLEM_KINDS = ("consensus", "aggregative")
+
+
+def problem_kind(name: str) -> str:
+    """The kind (:data:`PROBLEM_KINDS`) of ``[problem] name``."""
+    return "aggregative" if name in AGGREGATIVE_PROBLEMS else "consensus"
+
+
+def problems_of_kind(kind: str) -> list[str]:
+    """The named problems of one kind (:data:`PROBLEM_KINDS`), in registry order."""
+    named = [*PROBLEMS, POLYNOMIAL, *AGGREGATIVE_PROBLEMS]
+    return [name for name in named if problem_kind(name) == kind]
+
+
 def is_aggregative(name: str) -> bool:
     """Whether ``[problem] name`` is an aggregative problem."""
-    return name in AGGREGATIVE_PROBLEMS
+    return problem_kind(name) == "aggregative"

@@ -122,10 +122,9 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
     ``planned_events``) are held by the ledger's guard, release by release."""
     from ..privacy.accountants import Budget
     ledger, last = ctx.state.ledger, ctx.cfg.run.iterations
-    plan = getattr(ctx.state.algorithm, "planned_events", None)
-    if math.isinf(ledger.budget) or plan is None:
+    if math.isinf(ledger.budget):
         return
-    events = plan(first, last)
+    events = ctx.state.algorithm.planned_events(first, last)
     if events is None:
         return
     after = ledger.total
@@ -179,11 +178,10 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
     checkpoints.saved_at = resumed.iteration  # the end's commit does not write it again
     cfg = ctx.cfg
     finishing = resumed.iteration == cfg.run.iterations
-    extend = getattr(restored.state.algorithm, "extend", None)
-    if not finishing and extend is not None:
+    if not finishing:
         # a method whose public plan covers only the iterations it was set up for takes
         # the longer one from the resume's fresh set-up (token-admm's schedule)
-        agree(ctx.eval_comm, lambda: extend(fresh, cfg.run.iterations))
+        agree(ctx.eval_comm, lambda: restored.state.algorithm.extend(fresh, cfg.run.iterations))
     if not finishing:
         agree(ctx.eval_comm, lambda: refuse_overspend(restored, resumed.iteration + 1))
     if ctx.directory is not None:

@@ -119,6 +119,7 @@ def test_results_lost_after_the_end_are_written_again_from_the_final_state(tmp_p
     assert files(out, RESULTS + ("metrics.csv",)) == written
     # nothing was run or released again: the final state (each rank's ledger) as written
     assert saved_state(out) == state
+    assert not (out / ".mpi_privopt-claim").exists()  # its claim released (run_lock.py)
 
 
 @pytest.mark.parametrize("fault", ["kill@commit-results:1", "kill@commit-summary:0"])

@@ -58,8 +58,6 @@ MPI_MODULES = ("mpi4py", "mpi_privopt.mpiutil")
 
 #: today's violations, each with what removes it (strict: a mark left on a clean module fails)
 KNOWN_VIOLATIONS: dict[str, str] = {
-    "mpi_privopt.audit.runner": "picks the token and aggregative audit harnesses by method name; "
-                                "they come from the Method contract's audit hook instead",
     "mpi_privopt.audit.command": "runs Gade & Vaidya's attacks; they come from the family "
                                  "through the Method contract instead",
 }

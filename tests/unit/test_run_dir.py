@@ -22,7 +22,8 @@ def test_an_out_directory_is_claimed_once(tmp_path):
     with pytest.raises(ConfigError, match="another run"):
         choose_run_dir(str(out), "x", 0)
     RunDirectory(out).write_config("[run]\n")
-    assert not (out / CLAIM_MARKER).exists()
+    assert (out / CLAIM_MARKER).exists()  # held for the whole run (run_lock.py)
+    release_run_dir(out)
     with pytest.raises(ConfigError, match="not empty"):
         choose_run_dir(str(out), "x", 0)
 

@@ -25,9 +25,11 @@ import numpy as np
 
 from .gradient_admm import iteration
 from ...errors import ConfigError
-from ...audit.harness import MembershipTrials, TrialStatistics
+from ...audit.canary import canary_direction
+from ...audit.harness import MembershipTrials, TrialStatistics, audit_noise
+from ...audit.method_audit import AuditRun, MethodAudit
 
-__all__ = ["CANARY_RECORD", "TokenTrials", "check_token_audit", "token_link"]
+__all__ = ["CANARY_RECORD", "TokenAudit", "TokenTrials", "check_token_audit", "token_link"]
 
 #: the target's record the canary replaces (the ring order uses it first, so most often)
 CANARY_RECORD = 0
@@ -146,3 +148,40 @@ class TokenTrials:
         if self.membership is not None:
             out["membership"] = self.membership.to_dict()
         return out
+
+
+def _token_receiver(algorithm, target: int, receiver: int | None) -> int:
+    """The neighbour that observes the target's canary iterations (``--link`` must name it)."""
+    observer, _ = token_link(algorithm.plans[0], target)
+    if receiver is not None and receiver != observer:
+        raise ConfigError(f"agent {target}'s token goes to agent {observer} after its canary "
+                          f"iterations, not to {receiver}",
+                          f"audit the link {target},{observer} (or leave out --link)")
+    return observer
+
+
+class TokenAudit(MethodAudit):
+    """token-admm's audit (module docstring): ``TokenADMM.audit()`` returns one. The
+    audited link's receiver is the token's next holder, known once the plan is made."""
+
+    def check(self, cfg) -> None:
+        check_token_audit(cfg)
+
+    def receiver(self, graph, target: int, receiver: int | None) -> int | None:
+        return receiver  # the token's next holder, found at set-up
+
+    def attach(self, run: AuditRun, agent, algorithm):
+        run.receiver = run.agree(lambda: _token_receiver(algorithm, run.target, run.receiver))
+        _, uses = token_link(algorithm.plans[0], run.target)
+        if agent.id != run.target:
+            run.agree(lambda: None)
+            return None
+        u = canary_direction(agent.problem)
+        harness = TokenTrials(agent, algorithm, u, run.worlds(1),
+                              audit_noise(algorithm.noise[0], run.seed, run.target),
+                              *run.own_membership(algorithm.noise[0], u))
+        booked = algorithm.noise[0].effective_sensitivity(
+            algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
+        run.agree(lambda: run.check_trials(math.sqrt(uses) * booked / algorithm.params.sigma))
+        harness.attach()
+        return harness

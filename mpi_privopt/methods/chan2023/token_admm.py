@@ -329,6 +329,12 @@ class TokenADMM(Algorithm):
         """x~ of chain 0 as this agent last saw it (after the run: the released token)."""
         return self.tokens[0][:self.dim]
 
+    @classmethod
+    def audit(cls):
+        """The token's trial audit, through :meth:`_iterate` (the family's audit.py)."""
+        from .audit import TokenAudit
+        return TokenAudit()
+
     def report(self) -> dict:
         p = self.params
         eta_delta = p.eta * self.delta_radius

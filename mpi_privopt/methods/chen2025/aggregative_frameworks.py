@@ -38,7 +38,6 @@ from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields
                                   fresh_batch)
 from .aggregative_parts import RobustTracking, planned_framework_events
 from ..contract import Algorithm
-from .ldp_aggregative import _needs_aggregative_problem
 
 NO_NOISE = "noise off (sigma = 0): messages in the clear, loss unbounded"
 
@@ -51,6 +50,21 @@ def _noisy_blocks(params, make) -> tuple[dict, list[str]]:
     """``make(b)`` for every block b with noise (sigma_b > 0), and the blocks sent clear."""
     budgets = {b: make(b) for b in BLOCKS if getattr(params, f"sigma_{b}") > 0}
     return budgets, [b for b in BLOCKS if b not in budgets]
+
+
+def _geometric(params):
+    """PDOP's block b: geometric step and noise (:class:`GeometricBlock`)."""
+    return lambda b: GeometricBlock(
+        getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+        getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"), params.noise_rate)
+
+
+def _sampled(params):
+    """[51]'s block b: decaying step, growing noise and batches (:class:`SampledBlock`)."""
+    return lambda b: SampledBlock(
+        getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
+        getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"), params.noise_growth,
+        params.batch_exponent)
 
 
 def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
@@ -102,22 +116,28 @@ class PDOPAggregative(Algorithm):
     name = "pdop-aggregative"
     summary = "PDOP's geometric schedules in Algorithm 1's framework ([26], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
                 "box", "samples")
     non_negative = NOISE_KEYS
     choices = {}
-    config_checks = (_needs_aggregative_problem,)
+    blocks = BLOCKS
     planned_events = planned_framework_events
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return _noisy_blocks(params, _geometric(params))[0]
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, lambda b: GeometricBlock(
-            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-            getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"), params.noise_rate))
+        self.budgets, self.clear = _noisy_blocks(params, _geometric(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -166,22 +186,27 @@ class TVSAggregative(Algorithm):
     name = "tvs-aggregative"
     summary = "[51]'s decaying consensus and growing fresh batches in Algorithm 1's framework"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = TVSParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
-    config_checks = (_needs_aggregative_problem,)
+    blocks = BLOCKS
     planned_events = planned_framework_events
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return _noisy_blocks(params, _sampled(params))[0]
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, lambda b: SampledBlock(
-            getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-            getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"), params.noise_growth,
-            params.batch_exponent))
+        self.budgets, self.clear = _noisy_blocks(params, _sampled(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1

@@ -39,11 +39,11 @@ import numpy as np
 from .ldp_budget import BlockBudget, accounting_fields
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.events import PrivacyEvent
+from ...problems.aggregative.objective import tracker_recorder
 from .aggregative_parts import (check_mixing, mixing_matrix, packed_release,
                                 planned_packed_events, project_box)
 from ..contract import Algorithm
-from .ldp_aggregative import (PRESETS, _needs_aggregative_problem, per_agent_values,
-                              tracker_noise)
+from .ldp_aggregative import PRESETS, per_agent_values, tracker_noise
 
 
 @dataclasses.dataclass
@@ -131,7 +131,7 @@ class TrackerPair:
         self.y = np.zeros(r)
         self.z = np.zeros(r)
         #: the problem's optional diagnostics hook (its trackers are the estimates)
-        self._record = getattr(problem, "record_trackers", None)
+        self._record = tracker_recorder(problem)
 
     def initialise(self, x: np.ndarray) -> None:
         """y^0 = g^0(x^0), z^0 = grad_y f^0(x^0, y^0), on the first samples."""
@@ -185,15 +185,19 @@ class AggregativeGT(Algorithm):
     name = "aggregative-gt"
     summary = "gradient tracking for aggregative optimisation, noisy trackers ([36], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = GTParams
     positive = ("alpha0", "box", "samples", "delta")
     non_negative = {"v_alpha": "alpha_t = alpha0 (t+1)^-v_alpha"}
     choices = {"preset": PRESETS}
-    config_checks = (_needs_aggregative_problem,)
 
     planned_events = planned_tracker_events
+    blocks = ("y", "z")  # one message per iteration (released_after: the default)
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return tracking_budgets(params, agent, n_agents)[0]
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -28,6 +28,7 @@ from ...privacy.costs import resolve
 from ...privacy.events import NonPrivateEvent, PackedLaplaceEvent, PrivacyEvent
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.release import Release
+from ...problems.aggregative.objective import public_blocks, tracker_recorder
 from ...topology import laplacian, metropolis_weights
 
 
@@ -75,8 +76,7 @@ class AggregativeLayout:
 
 def public_initial_blocks(problem, n_agents: int) -> list[np.ndarray] | None:
     """Every agent's x_j^0 if the problem can say (``initial_blocks``), else None."""
-    blocks = getattr(problem, "initial_blocks", None)
-    return None if blocks is None else [np.asarray(b, dtype=float) for b in blocks(n_agents)]
+    return public_blocks(problem, n_agents)
 
 
 def initial_stack(problem, layout: AggregativeLayout) -> np.ndarray:
@@ -236,7 +236,7 @@ class RobustTracking:
         #: who is told (x_i, ytilde, ztilde) after every update: the problem's optional
         #: diagnostics hook (AggregativeObjective.record_trackers) and any added with
         #: :meth:`add_tracker_listener` (a reproduction's diagnostics)
-        hook = getattr(self.problem, "record_trackers", None)
+        hook = tracker_recorder(self.problem)
         self._tracker_listeners = [hook] if hook is not None else []
 
     def add_tracker_listener(self, listener) -> None:

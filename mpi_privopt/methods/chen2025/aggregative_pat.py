@@ -27,10 +27,10 @@ import numpy as np
 
 from ...errors import ConfigError
 from .aggregative_gt import (TrackerKeys, TrackerPair, planned_tracker_events,
-                             tracking_direction, tracking_report)
+                             tracking_budgets, tracking_direction, tracking_report)
 from .aggregative_parts import project_box
 from ..contract import Algorithm
-from .ldp_aggregative import PRESETS, _needs_aggregative_problem
+from .ldp_aggregative import PRESETS
 
 
 @dataclasses.dataclass
@@ -54,14 +54,18 @@ class AggregativePAT(Algorithm):
     name = "aggregative-pat"
     summary = "projected aggregative tracking, noisy trackers ([6], baseline)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     pure_headline = True
     Params = PATParams
     positive = ("alpha", "box", "samples", "delta")
     choices = {"preset": PRESETS}
     param_checks = (_check_delta_step,)
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_tracker_events
+    blocks = ("y", "z")  # one message per iteration (released_after: the default)
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return tracking_budgets(params, agent, n_agents)[0]
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

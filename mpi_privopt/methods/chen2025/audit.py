@@ -50,10 +50,12 @@ from .aggregative_parts import RobustTracking
 from ...errors import ConfigError
 from .ldp_budget import BLOCKS
 from ...audit import stats
-from ...audit.harness import MembershipTrials, trial_copy
+from ...audit.harness import MembershipTrials, audit_noise, trial_copy
+from ...audit.method_audit import AuditRun, MethodAudit
 from ...audit.verdict import PASS, decide, format_verdict
 
-__all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeTrials", "check_aggregative_audit",
+__all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeAudit", "AggregativeTrials",
+           "check_aggregative_audit",
            "canary_change", "summarise_pure", "format_pure_report"]
 
 #: the method audited here
@@ -312,3 +314,32 @@ def format_pure_report(report: dict) -> str:
                        "the bound grows with the number of trials, --trials"),
     ]
     return "\n".join(lines)
+
+
+class AggregativeAudit(MethodAudit):
+    """ldp-aggregative's pure-epsilon audit (module docstring): ``LDPAggregative.audit()``
+    returns one. No wire record: the trials replay the method's own update."""
+
+    def check(self, cfg) -> None:
+        check_aggregative_audit(cfg)
+
+    def attach(self, run: AuditRun, agent, algorithm):
+        if agent.id != run.target:
+            run.agree(lambda: None)
+            return None
+        # the link's planned pure epsilon: the method's own plan of its releases
+        planned = algorithm.planned_events(1, agent.iterations)
+        run.agree(lambda: run.check_pure_trials(
+            math.fsum(getattr(e, "epsilon", math.inf) for e in planned)))
+        harness = AggregativeTrials(agent, algorithm, run.worlds(1),
+                                    audit_noise(agent.noise, run.seed, run.target),
+                                    *run.own_membership(agent.noise))
+        harness.attach()
+        return harness
+
+    def summarise(self, cfg, graph, records: list[dict], target: int, receiver: int,
+                  all_links: bool, confidence: float, seconds: float, trials: int) -> dict:
+        return summarise_pure(cfg, records, target, receiver, confidence, seconds, trials)
+
+    def format(self, report: dict) -> str:
+        return format_pure_report(report)

@@ -55,7 +55,6 @@ import numpy as np
 from ...errors import ConfigError
 from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumption4,
                                   sensitivity_exponents)
-from ...problems.registry import is_aggregative
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from ..contract import Algorithm
 
@@ -224,12 +223,6 @@ def _check_params(name: str, params: LDPAggregativeParams) -> None:
                           "0 uses Metropolis weights; the paper's ring uses 0.3")
 
 
-def _needs_aggregative_problem(name: str, cfg) -> None:
-    if not is_aggregative(cfg.problem.name):
-        raise ConfigError(f"algorithm {name!r} needs an aggregative problem, not "
-                          f"{cfg.problem.name!r}",
-                          'set [problem] name = "aggregative-quadratic" (or another '
-                          "aggregative problem)")
 
 
 class LDPAggregative(Algorithm):
@@ -238,15 +231,23 @@ class LDPAggregative(Algorithm):
     name = "ldp-aggregative"
     summary = "LDP stochastic aggregative optimisation, robust tracking (Chen & Wang 2025)"
     private = True
-    aggregative = True
+    problem_kind = "aggregative"
     #: the summary's headline is pure epsilon (delta = 0), from privacy.json's pure matrix
     pure_headline = True
     Params = LDPAggregativeParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "box", "samples", "delta")
     choices = {}
     param_checks = (_check_params,)
-    config_checks = (_needs_aggregative_problem,)
     planned_events = planned_framework_events
+    blocks = BLOCKS
+
+    @classmethod
+    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+        return resolve_schedules(params, n_agents).block_budgets(agent)
+
+    @classmethod
+    def released_after(cls, n: int) -> int:
+        return n + 1  # t = 0..n: the t = n message goes out at the end
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
@@ -283,6 +284,12 @@ class LDPAggregative(Algorithm):
     @property
     def estimate(self) -> np.ndarray:
         return self.core.X
+
+    @classmethod
+    def audit(cls):
+        """The pure-epsilon trial audit on shadow trajectories (the family's audit.py)."""
+        from .audit import AggregativeAudit
+        return AggregativeAudit()
 
     def report(self) -> dict:
         """Every agent's eq. (21) budget (public schedules), labelled."""

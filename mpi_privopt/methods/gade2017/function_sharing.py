@@ -104,6 +104,11 @@ class FunctionSharing(Algorithm):
 
     param_checks = (validate_box, validate_shares)
 
+    @classmethod
+    def share_basis(cls, params, dim: int) -> np.ndarray:
+        """The exponents of the shared polynomials (public: degree and cross_terms)."""
+        return monomial_basis(dim, params.degree, params.cross_terms)
+
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         #: the DGD the agent runs, on f_j until the shares arrive, then on f-hat_j
@@ -121,7 +126,7 @@ class FunctionSharing(Algorithm):
     def share_functions(self) -> None:
         """The setup exchange (phase "fs-setup") and f-hat_j = f_j + p_j."""
         net, params = self.agent.net, self.params
-        basis = monomial_basis(self.agent.problem.n_features, params.degree, params.cross_terms)
+        basis = self.share_basis(params, self.agent.problem.n_features)
         self.shares_sent = params.sigma * self.agent.rng.standard_normal((net.n_out, len(basis)))
         self.shares_received = net.scatter([Release.nonprivate(c, note=FS_SHARE_NOTE)
                                             for c in self.shares_sent], "fs-setup")

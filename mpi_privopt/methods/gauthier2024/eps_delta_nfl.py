@@ -133,5 +133,13 @@ class EpsDeltaNFL(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
+    @classmethod
+    def audit(cls):
+        """The trial audit through this method's mechanism, with its counterfactual
+        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
+        from ...audit.canary import linearised_admm
+        from ...audit.method_audit import MechanismAudit
+        return MechanismAudit(linearised_admm, affine=True)
+
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "schedule")

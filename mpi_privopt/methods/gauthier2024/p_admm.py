@@ -198,6 +198,14 @@ class PADMM(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
+    @classmethod
+    def audit(cls):
+        """The trial audit through this method's mechanism, with its counterfactual
+        (audit/canary.py)."""
+        from ...audit.canary import exact_admm
+        from ...audit.method_audit import MechanismAudit
+        return MechanismAudit(exact_admm)
+
     def report(self) -> dict:
         out = self.release.report(self.name, self.agent.id, "phi^(1)")
         key = f"{self.name} capped local solves agent {self.agent.id}"

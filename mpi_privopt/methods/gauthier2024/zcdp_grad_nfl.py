@@ -99,5 +99,13 @@ class ZCDPGradNFL(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
+    @classmethod
+    def audit(cls):
+        """The trial audit through this method's mechanism, with its counterfactual
+        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
+        from ...audit.canary import subgradient
+        from ...audit.method_audit import MechanismAudit
+        return MechanismAudit(subgradient, affine=True)
+
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "phi^(1)")

@@ -18,7 +18,8 @@ the ``[problem.options]`` table of the configuration and the builder makes the a
 sampling stream from ``(seed, rank)`` (:func:`~mpi_privopt.problems.sampling.sampling_rng`).
 
 Members with a default (not required of an implementation; callers use
-:func:`reference_share` and :func:`use_reference`, which fall back to them):
+:func:`reference_share`, :func:`use_reference`, :func:`tracker_recorder` and
+:func:`public_blocks`, which fall back to them, and never probe the objective themselves):
 
 ``reference_share()``
     What this agent contributes to a centralised reference in simulation
@@ -49,7 +50,8 @@ import numpy as np
 
 from mpi_privopt.problems.metrics import Evaluator
 
-__all__ = ["AggregativeObjective", "AggregativeBuilder", "reference_share", "use_reference"]
+__all__ = ["AggregativeObjective", "AggregativeBuilder", "public_blocks", "reference_share",
+           "tracker_recorder", "use_reference"]
 
 
 class AggregativeObjective(Protocol):
@@ -99,3 +101,16 @@ def use_reference(objective: AggregativeObjective, shares: Sequence[object]) -> 
     use = getattr(objective, "use_reference", None)
     if use is not None:
         use(list(shares))
+
+
+def tracker_recorder(objective: AggregativeObjective) -> Callable | None:
+    """The objective's ``record_trackers(x_i, ytilde, ztilde)`` if it has one, else None
+    (no tracking diagnostics)."""
+    return getattr(objective, "record_trackers", None)
+
+
+def public_blocks(objective: AggregativeObjective, n_agents: int) -> list[np.ndarray] | None:
+    """Every agent's x_j^0 from the objective's ``initial_blocks`` if it has one, else None
+    (the blocks are not public)."""
+    blocks = getattr(objective, "initial_blocks", None)
+    return None if blocks is None else [np.asarray(b, dtype=float) for b in blocks(n_agents)]

@@ -16,9 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..aggregative_gt import tracking_budgets
-from ..ldp_aggregative import resolve_schedules
-from ..ldp_budget import BLOCKS, GeometricBlock, SampledBlock
+from ...contract import ALGORITHMS
 
 #: the metrics of a run averaged in the panels (the personalised task's columns)
 LOSS_COLUMNS = ("objective", "cross_entropy", "union_cross_entropy", "test_accuracy")
@@ -51,28 +49,18 @@ def columns_of(rows: Sequence[Mapping[str, float]]) -> dict[str, np.ndarray]:
 
 def budget_blocks(name: str, params, agent: int, n_agents: int) -> dict:
     """The blocks of one agent's releases of method ``name`` (only blocks with noise), each
-    with ``sensitivity(t)`` and ``scale(t)`` (the algorithms' own constructions)."""
-    if name == "ldp-aggregative":
-        return resolve_schedules(params, n_agents).block_budgets(agent)
-    if name in ("aggregative-gt", "aggregative-pat"):
-        return tracking_budgets(params, agent, n_agents)[0]
-    noisy = [b for b in BLOCKS if getattr(params, f"sigma_{b}") > 0]
-    if name == "pdop-aggregative":
-        return {b: GeometricBlock(getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-                                  getattr(params, f"rate_{b}"), getattr(params, f"sigma_{b}"),
-                                  params.noise_rate) for b in noisy}
-    if name == "tvs-aggregative":
-        return {b: SampledBlock(getattr(params, f"sensitivity_{b}"), getattr(params, f"lam_{b}0"),
-                                getattr(params, f"v_{b}"), getattr(params, f"sigma_{b}"),
-                                params.noise_growth, params.batch_exponent) for b in noisy}
-    raise KeyError(name)
+    with ``sensitivity(t)`` and ``scale(t)`` (the method's own ``block_budgets``)."""
+    budgets = ALGORITHMS[name].block_budgets(params, agent, n_agents)
+    if budgets is None:
+        raise KeyError(name)
+    return budgets
 
 
 def released_after(name: str, n: int) -> int:
     """How many releases (t = 0, 1, ...) a method has made after n iterations: Algorithm 1's
     framework sends t = 0..n (the t = n message goes out at the end), the tracking
-    baselines one message per iteration, t = 0..n-1."""
-    return n if name in ("aggregative-gt", "aggregative-pat") else n + 1
+    baselines one message per iteration, t = 0..n-1 (the method's ``released_after``)."""
+    return ALGORITHMS[name].released_after(n)
 
 
 def budget_curve(name: str, params, iterations: int, agent: int = 0,
@@ -80,7 +68,7 @@ def budget_curve(name: str, params, iterations: int, agent: int = 0,
     """Cumulative pure epsilon of ``agent`` after n = 0..iterations iterations; None when
     the method sends a block in the clear (the loss is unbounded)."""
     blocks = budget_blocks(name, params, agent, n_agents)
-    if len(blocks) < (2 if name in ("aggregative-gt", "aggregative-pat") else 3):
+    if len(blocks) < len(ALGORITHMS[name].blocks):
         return None
     t = range(iterations + 1)
     cost = np.array([math.fsum(b.sensitivity(s) / b.scale(s) for b in blocks.values())

@@ -19,8 +19,8 @@ from mpi_privopt.mpiutil import agree
 from mpi_privopt.config import Config
 from mpi_privopt.engine import build_graph, run
 from mpi_privopt.errors import ConfigError
+from mpi_privopt.methods import ALGORITHMS
 from ..certificate import exposure, topology_certificate
-from mpi_privopt.problems.consensus.polynomial import monomial_basis
 from .inversion import SUPPORTED, CoalitionView, PublicProtocol, fit_polynomial, invert_gradients
 from .transcript import LinkRecorder, TargetProbe
 
@@ -48,15 +48,12 @@ def _check(cfg: Config, graph, coalition: list[int], target: int) -> None:
 
 def _protocol(cfg: Config, graph, dim: int) -> PublicProtocol:
     params = cfg.algorithm.params
-    basis = None
-    if cfg.algorithm.name == "fs":
-        basis = monomial_basis(dim, params.degree, params.cross_terms)
     return PublicProtocol(
         algorithm=cfg.algorithm.name,
         mixing=topology.metropolis_weights(graph, cfg.topology.weights),
         schedule=params.schedule, step=params.step,
         fused=getattr(params, "gradient_at", "fused") == "fused",
-        share_basis=basis)
+        share_basis=ALGORITHMS[cfg.algorithm.name].share_basis(params, dim))
 
 
 def score_attack(points: np.ndarray, gradients: np.ndarray, truth: dict,
