@@ -234,7 +234,23 @@ BENCH_DESCRIPTION = (
     "line with the time remaining on stderr where a person watches (docs/usage.md).")
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the subcommands whose arguments come from modules that import scipy (privacy, audit) or
+#: many modules (reproduce): they are added only when that subcommand is the one asked for
+HEAVY_COMMANDS = ("privacy", "audit", "reproduce")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser.
+
+    ``command``: the subcommand about to be parsed (the first argument that is not an
+    option), or None for all. Every subcommand is listed either way, but the arguments of
+    :data:`HEAVY_COMMANDS` are added only for that subcommand or for None: building them
+    imports scipy and the audit and reproduction modules, about 0.9 s of CPU that each of
+    a ``run``'s K ranks would pay (docs/performance.md, section 8).
+    """
+    def wanted(name: str) -> bool:
+        return command is None or command == name
+
     parser = argparse.ArgumentParser(
         prog="mpi_privopt",
         description="Private decentralized optimization on MPI (one rank per agent).")
@@ -280,8 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("privacy", help="privacy accounting: epsilon, calibrate, coalition, amplification")
-    from .commands.privacy import add_arguments as add_privacy_arguments
-    add_privacy_arguments(p)
+    if wanted("privacy"):
+        from .commands.privacy import add_arguments as add_privacy_arguments
+        add_privacy_arguments(p)
     p.set_defaults(func=cmd_privacy)
 
     p = sub.add_parser("doctor", help="the MPI library mpi4py loaded and whether the "
@@ -296,23 +313,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="empirical privacy audit of a link: a lower bound "
                                      "on mu against the ledger's (under mpiexec)")
     _add_config_args(p)
-    from .audit.command import add_arguments as add_audit_arguments
-    add_audit_arguments(p)
+    if wanted("audit"):
+        from .audit.command import add_arguments as add_audit_arguments
+        add_audit_arguments(p)
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("reproduce", add_help=False,
                        help="reproduce a paper's experiments (reproduce --help lists them)",
                        description="Reproduce a paper's experiments: figures (PNG) with the "
                                    "CSV behind each; most launch mpiexec themselves.")
-    from .reproduce import add_arguments as add_reproduce_arguments
-    add_reproduce_arguments(p)
+    if wanted("reproduce"):
+        from .reproduce import add_arguments as add_reproduce_arguments
+        add_reproduce_arguments(p)
     p.set_defaults(func=cmd_reproduce)
     return parser
 
 
+#: the subcommands (a first word that is none of them gets the full parser's message)
+_COMMANDS = ("run", "check", "list", "bench", "privacy", "doctor", "report", "audit",
+             "reproduce")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m mpi_privopt`` and ``mpi-privopt``."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    args = build_parser(command if command in _COMMANDS else None).parse_args(argv)
     from .display import install_warning_format
     install_warning_format()  # a warning is one line for a person, not a file:line
     try:

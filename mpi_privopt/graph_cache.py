@@ -60,21 +60,27 @@ CACHE_ENV = "MPI_PRIVOPT_CACHE_DIR"
 FORMAT = 1
 
 
-def cache_dir() -> Path | None:
-    """The verdicts' directory, created if needed; None when there is no usable one."""
+def cache_dir(kind: str = "graphs") -> Path | None:
+    """The verdicts' directory, created if needed; None when there is no usable one.
+
+    ``kind``: ``graphs`` (this module's) or another cache's subdirectory (``checks``:
+    :mod:`mpi_privopt.check_verdict`), inside ``$MPI_PRIVOPT_CACHE_DIR`` when it is set.
+    """
     chosen = os.environ.get(CACHE_ENV)
     if chosen is not None and chosen.strip().lower() in ("", "off", "none", "0"):
         return None
     if chosen is not None:
-        directory = Path(chosen).expanduser()
+        base = Path(chosen).expanduser()
+        directory = base if kind == "graphs" else base / kind
     else:
-        directory = Path(tempfile.gettempdir()) / f"mpi_privopt-{os.getuid()}" / "graphs"
+        base = Path(tempfile.gettempdir()) / f"mpi_privopt-{os.getuid()}"
+        directory = base / kind
     try:
         if chosen is None:  # ours alone, whatever the umask would give a parent
-            directory.parent.mkdir(mode=0o700, exist_ok=True)
+            base.mkdir(mode=0o700, exist_ok=True)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # a directory someone else owns or may write to could hand us their graph
-        for place in (directory, directory.parent) if chosen is None else (directory,):
+        # a directory someone else owns or may write to could hand us their verdicts
+        for place in (directory,) if directory == base else (directory, base):
             info = os.lstat(place)
             if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
                     or info.st_mode & 0o022):

@@ -6,8 +6,11 @@ world size the launcher announced in the environment (``PMI_SIZE``, ``OMPI_COMM_
 race the launcher's clean-up, which sometimes kills the slower ones and reports status 9
 with a banner. A process that has not started MPI just exits 2, and so does the job.
 
-The graph is drawn by one task per host; the others read its verdict, the edge list or
-the error, without importing networkx (:func:`run_graph`, :mod:`mpi_privopt.graph_cache`).
+The whole check runs on one task per host and job; the others read its verdict, the
+error message or the notes (:func:`validate_before_mpi`, :mod:`mpi_privopt.check_verdict`).
+The graph is drawn by one task per host too, across jobs; the others read its verdict,
+the edge list or the error, without importing networkx (:func:`run_graph`,
+:mod:`mpi_privopt.graph_cache`).
 
 Nothing here imports mpi4py (a test checks it).
 """
@@ -19,12 +22,19 @@ import time
 
 from .config import Config, load_config
 
-__all__ = ["build_graph", "check_run_input", "preload_for_rank_0", "resume_config",
-           "run_graph", "validate_before_mpi"]
+__all__ = ["build_graph", "check_run_input", "check_verdict_of", "preload_for_rank_0",
+           "resume_config", "run_graph", "validate_before_mpi"]
 
 #: what rank 0 alone computes for everyone (reference solve, calibrations, the end-of-run
 #: epsilon conversions) and the other ranks do not import at all
 RANK_0_LIBRARIES = ("scipy.optimize", "scipy.special")
+#: what rank 0 also loads for a finite budget: the budget's calibration (``Budget.of``,
+#: ``calibrate_gdp_mu``), which loads scipy.stats
+BUDGET_LIBRARIES = ("dp_accounting.gaussian_mechanism",)
+#: the key of this job's check (:func:`validate_before_mpi`), for the gate before MPI_Init
+_job_key: str | None = None
+#: what the check said task 0 should load before MPI starts (None: no check ran)
+_preload: list[str] | None = None
 
 
 def _graph_inputs(cfg: Config, n_ranks: int) -> dict:
@@ -93,19 +103,28 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
 
 
 def preload_for_rank_0() -> None:
-    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts.
+    """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts
+    (and :data:`BUDGET_LIBRARIES` for a finite budget: the check's verdict lists them).
 
     Rank 0 computes what every rank needs once (:func:`mpi_privopt.mpiutil.computed_once`,
-    the reference solution) while the others wait in a collective call, and an MPI wait
-    polls: with K ranks on a few cores, a second of imports on rank 0 then takes many
-    seconds of wall time. Before MPI starts the others wait in the launcher's barrier
-    without using a core.
+    the reference solution) while the others wait in a collective call, testing for it
+    every millisecond: with K ranks on a few cores, a second of imports on rank 0 then
+    takes several seconds of wall time. Here, before MPI starts, the other tasks of the
+    job on task 0's host sleep until task 0 is done
+    (:func:`~mpi_privopt.check_verdict.wait_at_gate`), then all start MPI together.
+    (Waiting inside ``MPI_Init`` instead, MPICH keeps testing: measured at 50 ranks, a
+    task waiting 7 s there used 0.16 s of CPU, about a core for the 49 of them.)
     """
+    from .check_verdict import open_gate, wait_at_gate
     from .entrypoint import announced_rank
     if announced_rank(os.environ) == 0:
         import importlib
-        for name in RANK_0_LIBRARIES:
+        for name in RANK_0_LIBRARIES if _preload is None else _preload:
             importlib.import_module(name)
+        if _job_key is not None:
+            open_gate(_job_key)
+    elif _job_key is not None:
+        wait_at_gate(_job_key)
 
 
 def resume_config(run_dir: str, config: str | None, out: str | None,
@@ -144,27 +163,60 @@ def validate_before_mpi(config: str | None, overrides: list[str],
     ``resume`` (a run directory) the run's checkpoint must match the config, the graph
     and the agent count. Good input of a new run gets the noise warning and outlook
     (:mod:`mpi_privopt.commands.noise_outlook`), printed once, by task 0.
+
+    The check runs on one task per host and job; the others read its verdict
+    (:mod:`mpi_privopt.check_verdict`). This is the one entry of the pre-MPI check:
+    whatever a run must refuse before MPI starts belongs in :func:`check_verdict_of`.
     """
     from .entrypoint import announced_rank, announced_size
-    from .errors import UserError
-    notes: list[str] = []
-    try:
-        cfg, graph = check_run_input(config, overrides, announced_size(os.environ))
-        if resume:
-            from .services.resume import check_resume_input
-            check_resume_input(resume, cfg, graph, announced_size(os.environ))
-        else:  # every task computes them (a schedule that cannot be calibrated: all leave)
-            from .commands.noise_outlook import prelaunch_notes
-            notes = prelaunch_notes(config, overrides, cfg)
-    except UserError as err:
-        _leave(err)
+    n_ranks = announced_size(os.environ)
+
+    def check():
+        return check_verdict_of(config, overrides, n_ranks, resume)
+
+    if n_ranks > 1:
+        from .check_verdict import announce_task_0, check_key, check_once_per_host
+        global _job_key
+        _job_key = check_key(config, overrides, n_ranks, resume, os.environ)
+        if announced_rank(os.environ) == 0:
+            announce_task_0(_job_key)
+        verdict = check_once_per_host(_job_key, check)
+    else:
+        verdict = check()
+    if verdict.error is not None:
+        _leave(verdict.error)
+    global _preload
+    _preload = list(verdict.preload)
     if announced_rank(os.environ) == 0:
-        for note in notes:
+        for note in verdict.notes:
             print(note, file=sys.stderr, flush=True)
 
 
+def check_verdict_of(config: str | None, overrides: list[str], n_ranks: int,
+                     resume: str | None = None):
+    """The pre-MPI check itself, as a :class:`~.check_verdict.Verdict` (a UserError is
+    its message: ``error``)."""
+    from .check_verdict import Verdict
+    from .errors import UserError
+    try:
+        cfg, graph = check_run_input(config, overrides, n_ranks)
+        import math
+        preload = [*RANK_0_LIBRARIES,
+                   *(BUDGET_LIBRARIES if math.isfinite(cfg.privacy.epsilon) else ())]
+        if resume:
+            from .services.resume import check_resume_input
+            check_resume_input(resume, cfg, graph, n_ranks)
+            return Verdict(preload=preload)
+        # a schedule that cannot be calibrated is an error too
+        from .commands.noise_outlook import prelaunch_notes
+        return Verdict(notes=list(prelaunch_notes(config, overrides, cfg)), preload=preload)
+    except UserError as err:
+        return Verdict(error=str(err))
+
+
 def _leave(err) -> None:
-    """Exit 2, the message printed once (by the launcher's task 0)."""
+    """Exit 2, the message printed once (by the launcher's task 0); ``err`` is a UserError
+    or its message."""
     from .entrypoint import QUIET_WAIT_SECONDS, announced_rank
     if announced_rank(os.environ) == 0:
         print(f"mpi_privopt: error: {err}", file=sys.stderr, flush=True)

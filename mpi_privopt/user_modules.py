@@ -238,6 +238,7 @@ def load_method(value: Any, name: str | None, source: str = "") -> str:
         the name of a packaged method.
     """
     from .methods import ALGORITHMS, PACKAGED, Algorithm
+    from .problems.registry import PROBLEM_KINDS
     key = "algorithm.module"
     cls = _attribute(key, value, "ClassName", source)
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
@@ -251,6 +252,9 @@ def load_method(value: Any, name: str | None, source: str = "") -> str:
     faults += [f"no {m}" for m in sorted(cls.__abstractmethods__)]  # Algorithm is an ABC
     if hasattr(cls, "name") and not (isinstance(cls.name, str) and cls.name):
         faults.append(f"name = {cls.name!r} is not a non-empty string")
+    if cls.problem_kind not in PROBLEM_KINDS:
+        faults.append(f"problem_kind = {cls.problem_kind!r} is not one of "
+                      f"{', '.join(map(repr, PROBLEM_KINDS))}")
     if not dataclasses.is_dataclass(cls.Params):
         faults.append("Params is not a @dataclasses.dataclass")
     else:

@@ -7,9 +7,9 @@ sensitivity). Every method here averages per-sample gradients over the agent's M
 so the canary adds ``s c1 u / M`` (``s = +1, -1``; ``s = 0``: the midpoint, a record with
 zero gradient) to the gradient the method uses.
 
-A method's counterfactual (:func:`linearised_admm`, :func:`subgradient`,
-:func:`exact_admm`, handed out by the method's ``audit()`` hook in a
-:class:`~.method_audit.MechanismAudit`) is called by the audit harness at the moment the target's
+A method's counterfactual (e.g. Gauthier et al.'s, in
+:mod:`mpi_privopt.methods.gauthier2024.audit`, handed out by the method's ``audit()`` hook in
+a :class:`~.method_audit.MechanismAudit`) is called by the audit harness at the moment the target's
 mechanism releases, before the method has changed any state, and returns ``clean(g)``: the
 clean value this step would release had the canary term ``g`` been added to its gradient,
 computed by the method's own step functions (:func:`~mpi_privopt.methods.baselines.admm.linearised_primal`,
@@ -23,12 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..methods.baselines.admm import linearised_primal
-from ..methods.steps import step_size
 from ..errors import ConfigError
 
-__all__ = ["auditable", "canary_direction", "canary_gradient", "counterfactual",
-           "exact_admm", "linearised_admm", "subgradient"]
+__all__ = ["Clean", "auditable", "canary_direction", "canary_gradient", "counterfactual"]
 
 #: clean(g): the step's clean value with the canary gradient term g added
 Clean = Callable[[np.ndarray], np.ndarray]
@@ -55,41 +52,6 @@ def canary_direction(problem) -> np.ndarray:
 def canary_gradient(problem, u: np.ndarray, sign: float) -> np.ndarray:
     """The canary's term in the averaged gradient: ``sign c1 u / M``."""
     return sign * problem.clip * u / problem.n_samples
-
-
-def linearised_admm(algorithm, n: int) -> Clean:
-    # zcdp-nfl, eps-delta-nfl: eq. (7) from the state before the exchange (8)-(9)
-    state, params, problem = algorithm.state, algorithm.params, algorithm.agent.problem
-    eta = step_size(params.schedule, params.eta, n)
-    wt = np.array(state.wt, copy=True)
-    gradient = problem.subgradient(wt)
-    gamma, neighbours = state.gamma.copy(), state.neighbour_sum.copy()
-    return lambda g: linearised_primal(wt, gradient + g, gamma, neighbours, state.rho,
-                                       state.degree, eta)
-
-
-def subgradient(algorithm, n: int) -> Clean:
-    # zcdp-grad-nfl: w = sum_l a_kl wt_l - alpha_n g_k(wt_k)
-    channel, params = algorithm.channel, algorithm.params
-    alpha = step_size(params.schedule, params.step, n)
-    average = channel.average(algorithm.self_weight, algorithm.neighbor_weights)
-    gradient = algorithm.agent.problem.subgradient(channel.last_sent)
-    return lambda g: average - alpha * (gradient + g)
-
-
-def exact_admm(algorithm, n: int) -> Clean:
-    # p-admm: the exact local minimiser; the canary is a linear term of f_k
-    state, rho = algorithm.state, algorithm.params.rho
-    start = np.array(state.wt, copy=True)
-    linear = state.gamma - rho * (state.degree * state.wt + state.neighbour_sum)
-
-    def clean(g: np.ndarray) -> np.ndarray:
-        solves, capped = algorithm.solves, algorithm.capped_solves
-        try:
-            return algorithm.local_minimiser(start, linear + g)
-        finally:  # the audit's extra solves are not the run's
-            algorithm.solves, algorithm.capped_solves = solves, capped
-    return clean
 
 
 def auditable() -> list[str]:

@@ -109,28 +109,29 @@ def _leave(verdict: str) -> int:
 
 def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
     """A non-private run: its loss is unbounded; run the attack on it instead."""
-    from ..methods.gade2017.attacks.inversion import SUPPORTED
-    from ..methods.gade2017.attacks.runner import run_attack
     from ..mpiutil import agree
     from ..engine import build_graph
+    from ..methods import ALGORITHMS, attack_on, attacked_methods
+
+    def private_methods() -> list[str]:
+        return [n for n in ALGORITHMS if ALGORITHMS[n].private]
 
     name = cfg.algorithm.name
     unbounded = (f"{name} sends its values without differential-privacy noise: its privacy "
                  f"loss is unbounded (privacy.json says inf), so there is no bound to audit")
 
     def check() -> None:
-        if name not in SUPPORTED:
+        if attack_on(name) is None:
             raise ConfigError(f"{unbounded}, and there is no attack for it to run instead",
-                              f"attack one of: {', '.join(SUPPORTED)}; or audit a private "
-                              "method (zcdp-nfl, eps-delta-nfl, zcdp-grad-nfl, p-admm, "
-                              "token-admm, ldp-aggregative)")
+                              f"attack one of: {', '.join(attacked_methods())}; or audit a "
+                              f"private method ({', '.join(private_methods())})")
     agree(comm, check)
     if comm.Get_rank() == 0:
         print(f"mpi_privopt: {unbounded}; running the curious-neighbour attack instead",
               flush=True)
     if receiver is None:
         receiver = min(build_graph(cfg, comm.Get_size()).neighbors(target))
-    report = run_attack(cfg, [receiver], target, out=args.out, comm=comm,
+    report = attack_on(name)(cfg, [receiver], target, out=args.out, comm=comm,
                         progress=_progress(args))
     if report is not None:
         print(f"attack by agent {receiver} on agent {target}: gradient relative error "

@@ -16,9 +16,9 @@ import numpy as np
 from .. import display
 from ..errors import ConfigError
 from ..privacy.accountants import GaussianEvent, LaplaceEvent, epsilon_all
-from ..privacy.amplification import (CURVE_VARIANTS, AmplificationConstants, amplification_curve,
-                                     bound_applies, booked_bound, first_amplified_k,
+from ..privacy.amplification import (AmplificationConstants, bound_applies, booked_bound,
                                      local_rho, midpoint_eta)
+from ..privacy.amplification_curves import CURVE_VARIANTS, amplification_curve, first_amplified_k
 from ..privacy.conversions import zcdp_to_eps_tight
 from ..privacy.calibration import (ZCDP_CONVERSIONS, calibrate_gaussian_noise,
                                    calibrate_zcdp_total)

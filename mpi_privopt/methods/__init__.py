@@ -32,4 +32,30 @@ def _family_methods() -> dict[str, str]:
 PACKAGED = _family_methods()
 ALGORITHMS.add_lazy(PACKAGED)
 
-__all__ = ["ALGORITHMS", "FAMILIES", "PACKAGED", "Algorithm", "Registry", "register"]
+
+
+def attack_on(name: str):
+    """The attack a family runs on the non-private method ``name`` (its ``ATTACK``, a
+    callable ``run_attack(cfg, receivers, target, out, comm, progress)``), or None.
+
+    The family's attack is application code (it runs the engine); it is found here by
+    name, so the core's ``audit`` command imports no family.
+    """
+    for family in FAMILIES:
+        package = importlib.import_module(f"{__name__}.{family}")
+        table = vars(package)
+        if name in table.get("ATTACKED", ()):
+            module, _, attr = table["ATTACK"].partition(":")
+            return vars(importlib.import_module(f"{package.__name__}.{module}"))[attr]
+    return None
+
+
+def attacked_methods() -> tuple[str, ...]:
+    """Every method some family can attack (:func:`attack_on`)."""
+    return tuple(name for family in FAMILIES
+                 for name in vars(importlib.import_module(f"{__name__}.{family}")).get(
+                     "ATTACKED", ()))
+
+
+__all__ = ["ALGORITHMS", "FAMILIES", "PACKAGED", "Algorithm", "Registry", "attack_on",
+           "attacked_methods", "register"]

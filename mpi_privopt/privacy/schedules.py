@@ -89,7 +89,7 @@ class BasicCompositionSchedule(NoiseSchedule):
         sigma(n) = Delta(n) * multipliers[n - 1]
 
     (the (epsilon, delta)DP-NFL baseline; the multipliers, eps_n and delta_n come from
-    :func:`~mpi_privopt.privacy.calibration.basic_composition_gaussian_schedule`). There is
+    :func:`~mpi_privopt.privacy.classical_calibration.basic_composition_gaussian_schedule`). There is
     no budget past the horizon: release ``horizon + 1`` has no scale.
     """
 

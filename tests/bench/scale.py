@@ -11,7 +11,8 @@ mpi_privopt run`` does and stamps each rank's phases. Reported per K:
 * **start-up**: from the job's start to the moment the last rank is ready to iterate,
   split into phases, each ending when the last rank ends it: ``launch`` (until the
   interpreter runs the script:
-  the launcher, interpreter start-up), ``check`` (the pre-MPI config and graph check),
+  the launcher, interpreter start-up), ``parse`` (the command line's parser, as ``run``
+  builds it), ``check`` (the pre-MPI config and graph check),
   ``imports`` (the engine's imports, MPI initialisation included), ``config`` (the agreed
   config), ``set-up`` (graph, data, reference solution, network, algorithm);
 * **loop**: the T iterations (``wall_seconds``) and the evaluation's share of it;
@@ -60,7 +61,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIG = ["gauthier2024-elastic-net", "--set", "problem.clip=3.0",
                   "--set", "topology.seed=2024", "--set", "run.seed=1000"]
 #: (label, stamp before, stamp after) of the start-up phases
-PHASES = (("launch", "job", "main"), ("check", "main", "checked"),
+PHASES = (("launch", "job", "main"), ("parse", "main", "parsed"), ("check", "parsed", "checked"),
           ("imports", "checked", "imported"), ("config", "imported", "config"),
           ("set-up", "config", "set_up"))
 
@@ -130,10 +131,10 @@ def summarise(data: dict) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| tree | K | load | job s | start-up s | launch | check | imports | config | set-up "
+    head = ("| tree | K | load | job s | start-up s | launch | parse | check | imports | config | set-up "
             "| loop s | eval share | CPU s start-up / job | RSS/rank MiB (median, max) "
             "| PSS/rank MiB | job PSS GiB | workers import | ranks with networkx |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
     lines = []
     for r in rows:
         p = r["phases"]

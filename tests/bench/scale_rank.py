@@ -3,7 +3,7 @@
 Started by :mod:`tests.bench.scale` as ``mpiexec -n K python tests/bench/scale_rank.py
 CONFIG [--set k=v]... --out DIR``; not meant to be run by hand. Each rank goes through the
 same steps as ``python -m mpi_privopt run`` (:func:`mpi_privopt.cli.cmd_run`): the
-pre-MPI check, the engine's imports (MPI starts here), the agreed config, the run, and
+command line's parsing, the pre-MPI check, the engine's imports (MPI starts here), the agreed config, the run, and
 notes the wall-clock time (``time.time()``, comparable across the ranks of one machine)
 after each. The process's own start comes from ``/proc/self/stat``. Rank 0 gathers every
 rank's timestamps, its largest resident set (``ru_maxrss``), its proportional set size
@@ -66,6 +66,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
+    from mpi_privopt import cli
+    words = ["run", args.config, *[w for o in args.overrides for w in ("--set", o)],
+             "--out", args.out]
+    try:  # what the command line parses on every rank
+        cli.build_parser(words[0]).parse_args(words)
+    except TypeError:  # an older tree: one parser for every command
+        cli.build_parser().parse_args(words)
+    _stamp("parsed")
     from mpi_privopt import prelaunch
     prelaunch.validate_before_mpi(args.config, args.overrides)
     getattr(prelaunch, "preload_for_rank_0", lambda: None)()  # (absent in older trees)

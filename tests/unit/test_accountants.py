@@ -32,16 +32,18 @@ from mpi_privopt.privacy.accountants import (
     pure_epsilon,
     zcdp_rho,
 )
-from mpi_privopt.privacy.calibration import (
+from mpi_privopt.privacy.classical_calibration import (
     analytic_gaussian_sigma,
     basic_composition_gaussian_schedule,
     basic_composition_schedule,
+    classical_gaussian_sigma,
+)
+from mpi_privopt.privacy.calibration import (
     calibrate_gaussian_noise,
     calibrate_gdp_mu,
     calibrate_phi1,
     calibrate_zcdp_schedule,
     calibrate_zcdp_total,
-    classical_gaussian_sigma,
     geometric_zcdp_schedule,
     noise_multipliers,
 )

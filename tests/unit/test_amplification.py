@@ -11,14 +11,14 @@ import pytest
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy.accountants import DEFAULT_RDP_ORDERS, resolve, zcdp_rho
-from mpi_privopt.privacy.amplification import (CURVE_VARIANTS, AmplificationConstants,
-                                               all_user_epsilon,
-                                               all_user_rdp, amplification_curve,
+from mpi_privopt.privacy.amplification import (AmplificationConstants,
                                                amplification_ratio, amplified_rho,
                                                booked_bound, bound_applies,
                                                contraction_factor, convex_constant,
                                                eta_interval, gamma, local_rho, midpoint_eta,
                                                strongly_convex_terms)
+from mpi_privopt.privacy.amplification_curves import (CURVE_VARIANTS, all_user_epsilon, all_user_rdp,
+                                                      amplification_curve)
 from mpi_privopt.privacy.conversions import rdp_to_eps_orders
 from mpi_privopt.privacy.events import AmplifiedGaussianEvent, GaussianEvent, ZCDPEvent
 from mpi_privopt.privacy.ledger import Ledger

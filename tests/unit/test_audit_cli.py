@@ -42,6 +42,9 @@ def test_a_non_private_method_is_unbounded_and_attacked_instead(tmp_path):
     refused = audit("admm-ridge", *SHORT)
     assert refused.returncode == 2
     assert "unbounded" in refused.stderr and "no attack" in refused.stderr
+    # the fix names what can be attacked and what can be audited, from the registry
+    assert "attack one of: dgd, fs, rss-nb, rss-lb" in refused.stderr
+    assert "zcdp-nfl" in refused.stderr and "ldp-aggregative" in refused.stderr
     assert "Traceback" not in refused.stderr
 
 

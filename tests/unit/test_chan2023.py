@@ -168,7 +168,7 @@ def test_the_declared_clip_covers_every_gradient_at_sigma_001(replay_lfrak):
 
 
 def test_the_convex_bound_applies_to_every_table1_case_and_amplifies():
-    from mpi_privopt.privacy.amplification import amplification_curve
+    from mpi_privopt.privacy.amplification_curves import amplification_curve
     for case in settings.LFRAK_CASES:
         assert case.eta <= 1 / case.nu  # Theorem 6.1's premise
         curve = amplification_curve(figures.case_constants(case), 8.0, 0.01, [0, 1, 200])

@@ -57,10 +57,7 @@ NO_MPI = ("mpi_privopt.problems", *PROBLEM_KINDS, "mpi_privopt.methods")
 MPI_MODULES = ("mpi4py", "mpi_privopt.mpiutil")
 
 #: today's violations, each with what removes it (strict: a mark left on a clean module fails)
-KNOWN_VIOLATIONS: dict[str, str] = {
-    "mpi_privopt.audit.command": "runs Gade & Vaidya's attacks; they come from the family "
-                                 "through the Method contract instead",
-}
+KNOWN_VIOLATIONS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

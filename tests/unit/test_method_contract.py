@@ -190,6 +190,7 @@ GETATTR_ALLOWED = {
     "problems/consensus/global_problem.py": "the local problems' fields",
     "problems/models/torch_cnn.py": "a torch layer's weight",
     "reproduce/_style.py": "a plotted line's marker offset",
+    "run_lock.py": "sys.orig_argv (Python 3.10 and later)",
     "methods/chen2025/reproduce/__init__.py": "argparse namespace",
     "summary.py": "the summary's fields",
     "topology/__init__.py": "a builder by name from its module",

@@ -5,9 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from mpi_privopt.privacy.calibration import (CALIBRATION_MARGIN,
-                                             basic_composition_gaussian_schedule,
-                                             calibrate_phi1, zcdp_nfl_schedule)
+from mpi_privopt.privacy.calibration import CALIBRATION_MARGIN, calibrate_phi1, zcdp_nfl_schedule
+from mpi_privopt.privacy.classical_calibration import basic_composition_gaussian_schedule
 from mpi_privopt.privacy.schedules import (BasicCompositionSchedule, ConstantSchedule,
                                            DecayingLaplaceSchedule, GeometricZCDPSchedule,
                                            NoiseSchedule)

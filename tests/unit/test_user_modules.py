@@ -199,6 +199,13 @@ def test_an_empty_name(tmp_path):
     assert "name = '' is not a non-empty string" in refused(path)
 
 
+def test_an_unknown_problem_kind(tmp_path):
+    source = METHOD.format(name="my-own").replace(
+        '    summary = "a test method"\n', '    summary = "a test method"\n    problem_kind = "aggregativ"\n')
+    path, _ = method_config(tmp_path, source)
+    assert "problem_kind = 'aggregativ' is not one of 'consensus', 'aggregative'" in refused(path)
+
+
 def test_a_parameter_named_like_an_algorithm_key(tmp_path):
     source = METHOD.format(name="my-own").replace("step: float = 0.1", "module: str = 'x'")
     path, _ = method_config(tmp_path, source)

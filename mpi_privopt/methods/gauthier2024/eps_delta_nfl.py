@@ -6,7 +6,8 @@ import dataclasses
 import numpy as np
 
 from ...errors import ConfigError
-from ...privacy.calibration import basic_composition_gaussian_schedule, basic_composition_schedule
+from ...privacy.classical_calibration import (basic_composition_gaussian_schedule,
+                                              basic_composition_schedule)
 from ..baselines.admm import ConsensusState
 from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
@@ -136,8 +137,8 @@ class EpsDeltaNFL(Algorithm):
     @classmethod
     def audit(cls):
         """The trial audit through this method's mechanism, with its counterfactual
-        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
-        from ...audit.canary import linearised_admm
+        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
+        from .audit import linearised_admm
         from ...audit.method_audit import MechanismAudit
         return MechanismAudit(linearised_admm, affine=True)
 

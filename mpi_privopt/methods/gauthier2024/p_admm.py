@@ -201,8 +201,8 @@ class PADMM(Algorithm):
     @classmethod
     def audit(cls):
         """The trial audit through this method's mechanism, with its counterfactual
-        (audit/canary.py)."""
-        from ...audit.canary import exact_admm
+        (methods/gauthier2024/audit.py)."""
+        from .audit import exact_admm
         from ...audit.method_audit import MechanismAudit
         return MechanismAudit(exact_admm)
 

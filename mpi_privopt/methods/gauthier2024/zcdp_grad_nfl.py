@@ -102,8 +102,8 @@ class ZCDPGradNFL(Algorithm):
     @classmethod
     def audit(cls):
         """The trial audit through this method's mechanism, with its counterfactual
-        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
-        from ...audit.canary import subgradient
+        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
+        from .audit import subgradient
         from ...audit.method_audit import MechanismAudit
         return MechanismAudit(subgradient, affine=True)
 

@@ -127,8 +127,8 @@ class ZCDPNFL(Algorithm):
     @classmethod
     def audit(cls):
         """The trial audit through this method's mechanism, with its counterfactual
-        (audit/canary.py), affine in the canary term (the one-run audit applies)."""
-        from ...audit.canary import linearised_admm
+        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
+        from .audit import linearised_admm
         from ...audit.method_audit import MechanismAudit
         return MechanismAudit(linearised_admm, affine=True)
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mpi_privopt.privacy.amplification import (CURVE_VARIANTS, AmplificationConstants,
-                                      amplification_curve, local_rho)
+from mpi_privopt.privacy.amplification import AmplificationConstants, local_rho
+from mpi_privopt.privacy.amplification_curves import CURVE_VARIANTS, amplification_curve
 from mpi_privopt.privacy.conversions import zcdp_to_eps_standard
 from mpi_privopt.reproduce import finish_figure, pyplot
 from mpi_privopt import display

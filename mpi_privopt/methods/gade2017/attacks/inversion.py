@@ -40,11 +40,12 @@ import numpy as np
 
 from ...steps import step_size
 from mpi_privopt.problems.consensus.polynomial import Polynomial
+from .. import ATTACKED
 
 __all__ = ["PublicProtocol", "CoalitionView", "invert_gradients", "fit_polynomial",
            "SUPPORTED"]
 
-SUPPORTED = ("dgd", "fs", "rss-nb", "rss-lb")
+SUPPORTED = ATTACKED  # the family's table is the one list
 
 
 @dataclass(frozen=True)
