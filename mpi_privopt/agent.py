@@ -54,7 +54,7 @@ class Agent:
     once : callable
         ``once(step)``: the result of ``step()`` (a pure function of public values, such
         as a noise calibration) computed by one agent and handed to all (the engine's
-        :func:`~mpi_privopt.collective.computed_once`), so that the other ranks neither
+        :func:`~mpi_privopt.mpiutil.computed_once`), so that the other ranks neither
         repeat it nor load its libraries. Collective: every agent calls it at the same
         point of its set-up, before anything that may fail on one agent only. Outside a
         run it simply calls ``step()``.

@@ -40,12 +40,12 @@ from mpi4py import MPI
 from . import display, problems, topology
 from .agent import Agent
 from .methods.baselines.dgd import DGD
-from .checkpoint import StopOnSignal
+from .services.stop_signal import StopOnSignal
 from .config import load_config
 from .network import Network, set_exchange_wait
 from .privacy.ledger import Ledger
 from .privacy.release import Release
-from .progress import progress_line
+from .services.progress import progress_line
 
 ROUNDS = 11
 

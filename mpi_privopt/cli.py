@@ -7,7 +7,7 @@ Launch runs under MPI, one rank per agent::
 (``-m mpi4py`` makes an unexpected exception on one rank abort the whole job instead of
 leaving the others waiting.) Bad input prints one message naming what is wrong and how to
 fix it, and every rank exits with status 2. ``run --resume RUN_DIR`` continues a run from
-its last checkpoint (mpi_privopt/checkpoint.py); a run stopped by SIGTERM/SIGINT exits
+its last checkpoint (mpi_privopt/services/resume.py); a run stopped by SIGTERM/SIGINT exits
 128 + the signal with one line saying so.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import traceback
 
 from .config import DEFAULT_EXPERIMENT
-from .entrypoint import abort_others, fail_user, load_agreed_config
+from .entrypoint import fail_user, load_agreed_config
 from .errors import UserError
 
 
@@ -88,7 +88,7 @@ def _interrupted(result) -> int:
     """One line (rank 0) saying how to continue; the status says which signal (128 + N)."""
     import signal
     from mpi4py import MPI
-    from .checkpoint import resume_command
+    from .services.checkpoint_files import resume_command
     signum = MPI.COMM_WORLD.bcast(
         int(signal.Signals[result.summary.stop_signal]) if result is not None else None)
     if result is not None:
@@ -191,7 +191,7 @@ def cmd_list(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
     from .entrypoint import refuse_lone_copies
-    from .progress import progress_mode
+    from .services.progress import progress_mode
     refuse_lone_copies()
     args.progress_mode = progress_mode(args)
     return bench_main(args)
@@ -291,7 +291,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="exchange wait policies, comma-separated (backoff, poll): the "
                         "package's variants run once per policy, compared in part 4")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
-    from .progress import add_progress_arguments
+    from .services.progress import add_progress_arguments
     add_progress_arguments(p, "no progress line (the results are printed all the same)")
     p.set_defaults(func=cmd_bench)
 
@@ -351,6 +351,7 @@ def main(argv: list[str] | None = None) -> None:
         fail_user(err)
     except Exception:
         traceback.print_exc()
+        from .mpiutil import abort_others
         abort_others(1)
         raise
     sys.exit(code)

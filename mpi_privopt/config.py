@@ -27,7 +27,7 @@ from typing import Any
 import tomli_w
 
 from .errors import ConfigError
-from .watchdog import DEFAULT_STALL_TIMEOUT
+from .services.watchdog import DEFAULT_STALL_TIMEOUT
 
 EXPERIMENTS_PACKAGE = "mpi_privopt.experiments"
 DEFAULT_EXPERIMENT = "default"
@@ -84,7 +84,7 @@ class RunConfig:
     name: str = ""
     evaluate: str = "reference"
     stall_timeout: float | str = DEFAULT_STALL_TIMEOUT  # seconds; 0 or "off": no watchdog
-    checkpoint_every: int = 0  # 0: a checkpoint only at SIGTERM/SIGINT (mpi_privopt/checkpoint.py)
+    checkpoint_every: int = 0  # 0: only at SIGTERM/SIGINT (mpi_privopt/services/checkpoint.py)
 
 
 @dataclass
@@ -308,11 +308,11 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     """Validate a raw ``{section: {key: value}}`` mapping into a :class:`Config`."""
     from .methods import ALGORITHMS
     from .privacy.noise import NOISE_MODES
-    from .divergence import DIVERGENCE_MODES
+    from .services.divergence import DIVERGENCE_MODES
     from .problems import EVALUATE_MODES, ProblemConfig, validate_problem_config
     from .problems.config import local_l1
     from .topology import KINDS  # the names only: the builders import networkx
-    from .watchdog import stall_timeout_seconds
+    from .services.watchdog import stall_timeout_seconds
     from .user_modules import load_method, load_problem
 
     unknown = sorted(set(raw) - set(SECTIONS))
@@ -360,7 +360,7 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         raise ConfigError(f"run.seed = {run.seed} must be an integer >= 0",
                           "set run.seed to a whole number >= 0 (it seeds the data, the "
                           "noise and, unless topology.seed is set, the graph)")
-    from .progress import PROGRESS_MODES
+    from .services.progress import PROGRESS_MODES
     if run.progress not in PROGRESS_MODES:
         raise ConfigError(f"run.progress = {run.progress!r} is unknown",
                           'use "auto" (a progress line on stderr when a person watches), '

@@ -1,7 +1,7 @@
 """The run loop on every rank, in four named steps: set up, iterate, evaluate, finish.
 
 Every rank runs :func:`run`. Setup steps that can fail on bad input run under
-:func:`~mpi_privopt.collective.agree`, so all ranks stop together with one message. The
+:func:`~mpi_privopt.mpiutil.agree`, so all ranks stop together with one message. The
 evaluation uses its own communicator (a duplicate of the world), never counted as the
 algorithm's traffic. What it carries depends on ``run.evaluate``:
 
@@ -32,7 +32,7 @@ from mpi4py import MPI
 from . import display, topology
 from .agent import Agent
 from .methods import ALGORITHMS
-from .collective import agree, computed_once
+from .mpiutil import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
@@ -42,12 +42,18 @@ from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
 from .problem_setup import ProblemSetup, build_problems
 from .prelaunch import build_graph, run_graph  # noqa: F401  (the runners import build_graph)
-from .progress import Progress, progress_line
+from .services.progress import Progress, progress_line
 from .results import RunDirectory, choose_run_dir, release_run_dir, write_json
 from .summary import EVALUATION_NOTES
-from .budget_stop import speak_for_stopped_agents, stop_record_path
-from .divergence import Diverged, DivergenceGuard, NoiseWatch
-from . import checkpoint, run_lock, watchdog
+from .services.budget_stop import speak_for_stopped_agents, stop_record_path
+from .services.divergence import Diverged, DivergenceGuard, NoiseWatch
+from . import run_lock
+from .services import faults, watchdog
+from .services.base import CarriedState, LoopState, RunContext, RunService
+from .services.checkpoint import Checkpointer, can_save, refuse_unsaveable
+from .services.faults import FaultInjection
+from .services.resume import Resume, check_resume_input, loop_start, resume_run
+from .services.stop_signal import StopOnSignal
 # the end of a run: one ordered commit (RunResult and finish kept importable from here)
 from .run_commit import RunResult, SignalHold, finish  # noqa: F401
 
@@ -88,36 +94,57 @@ def _print(stream: TextIO | None, text: str) -> None:
 
 @dataclass
 class Session:
-    """Everything one rank holds during a run (made by :func:`set_up`)."""
+    """Everything one rank holds during a run (made by :func:`set_up`).
 
-    cfg: Config
-    comm: MPI.Intracomm
-    eval_comm: MPI.Intracomm
-    stream: TextIO | None
-    graph: Any
-    run_dir: str
+    The run services (mpi_privopt/services/) see only its :attr:`ctx` (what is fixed once
+    set-up and a resume are done) and :attr:`loop` (what the loop changes); the properties
+    below read both by their plain names.
+    """
+
+    ctx: RunContext
     problem: ProblemSetup
-    net: Network
-    ledger: Ledger
-    noise: Any
-    algorithm: Any
     monitor: Monitor
-    directory: RunDirectory | None
-    divergence: DivergenceGuard
+    #: checkpoints (mpi_privopt/services/checkpoint.py)
+    checkpoints: Checkpointer
+    loop: LoopState = field(default_factory=LoopState)
     metrics: list[Evaluation] = field(default_factory=list)
-    eval_seconds: float = 0.0
-    wall_seconds: float = 0.0
     diverged: list | None = None
     progress: Progress | None = None  # rank 0's line on stderr, when shown
-    #: checkpoints and resume (mpi_privopt/checkpoint.py)
-    checkpoints: Any = None
-    resumed: Any = None  # a checkpoint.Resume when the session continues a run
-    interrupted: int = 0  # the signal every agent agreed to stop on (0: none)
-    stopped_at: int | None = None
-    #: whether the run's end saves its final state (mpi_privopt/run_commit.py): not for a
-    #: run with an ``on_setup`` hook (an attack, an audit, a test's spy), which attaches
-    #: what is not the run's own state and which a resume could not attach again
-    final_state: bool = True
+    resumed: Resume | None = None  # when the session continues a run
+
+    cfg = property(lambda self: self.ctx.cfg)
+    comm = property(lambda self: self.ctx.comm)
+    eval_comm = property(lambda self: self.ctx.eval_comm)
+    stream = property(lambda self: self.ctx.stream)
+    graph = property(lambda self: self.ctx.graph)
+    run_dir = property(lambda self: self.ctx.run_dir)
+    directory = property(lambda self: self.ctx.directory)
+    #: whether the run's end saves its final state (:class:`RunContext`)
+    final_state = property(lambda self: self.ctx.final_state)
+    algorithm = property(lambda self: self.ctx.state.algorithm)
+    net = property(lambda self: self.ctx.state.net)
+    ledger = property(lambda self: self.ctx.state.ledger)
+    noise = property(lambda self: self.ctx.state.noise)
+    divergence = property(lambda self: self.ctx.state.divergence)
+    #: the signal every agent agreed to stop on (0: none) and the iteration it was after
+    interrupted = property(lambda self: self.loop.stop_signal)
+    stopped_at = property(lambda self: self.loop.stopped_at)
+
+    @property
+    def eval_seconds(self) -> float:
+        return self.loop.eval_seconds
+
+    @eval_seconds.setter
+    def eval_seconds(self, value: float) -> None:
+        self.loop.eval_seconds = value
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.loop.wall_seconds
+
+    @wall_seconds.setter
+    def wall_seconds(self, value: float) -> None:
+        self.loop.wall_seconds = value
 
     @property
     def rank(self) -> int:
@@ -149,7 +176,7 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         Called on every rank as ``on_setup(agent, algorithm)`` before the first iteration,
         e.g. to attach a receive listener that models a curious neighbour.
     progress : bool, optional
-        Rank 0's progress line on stderr (:mod:`mpi_privopt.progress`); None: as
+        Rank 0's progress line on stderr (:mod:`mpi_privopt.services.progress`); None: as
         ``run.progress`` says (``auto``: when a person watches, :mod:`mpi_privopt.watching`).
     resume : bool, optional
         Continue the run in ``out`` from its last checkpoint (``cfg`` may differ from the
@@ -200,12 +227,14 @@ def set_up(cfg: Config, out: str | None, comm: MPI.Intracomm, eval_comm: MPI.Int
     # light: the edge list the pre-MPI check left on this host, without networkx
     graph = agree(eval_comm, lambda: run_graph(cfg, n_agents))
     agree(eval_comm, lambda: _confirm_same_graph(eval_comm, graph))
-    agree(eval_comm, lambda: checkpoint.refuse_unsaveable(cfg))
+    agree(eval_comm, lambda: refuse_unsaveable(cfg))
     if resume:  # the run's own directory, with its checkpoint
         agree(eval_comm, lambda: run_lock.claim(out, f"--resume {out}") if root else None)
-        agree(eval_comm, lambda: checkpoint.check_resume_input(out, cfg, graph, n_agents))
+        agree(eval_comm, lambda: check_resume_input(out, cfg, graph, n_agents))
         session = _set_up_in(out, cfg, comm, eval_comm, stream, on_setup, graph, resume)
-        checkpoint.resume_session(session)
+        # the saved carried objects in place of the fresh ones (services/resume.py)
+        session.ctx, session.resumed = resume_run(session.ctx, session.checkpoints)
+        session.loop.eval_seconds = session.resumed.eval_seconds
         return session
     run_dir = agree(eval_comm, lambda: choose_run_dir(out, name, cfg.run.seed) if root else None)
     run_dir = eval_comm.bcast(run_dir, root=0)
@@ -257,7 +286,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     directory = None
     if root:
         directory = RunDirectory(run_dir)
-        if not resume:  # a resume writes its config once it is accepted (checkpoint.py)
+        if not resume:  # a resume writes its config once accepted (services/resume.py)
             directory.write_config(cfg.to_toml())
             directory.write_graph(graph)
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
@@ -270,13 +299,12 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                            f"F(w_c) = {display.number(problem.reference.value)}")
         else:
             _print(stream, f"evaluation: {mode} ({EVALUATION_NOTES[mode]})")
-    session = Session(cfg=cfg, comm=comm, eval_comm=eval_comm, stream=stream, graph=graph,
-                      run_dir=str(run_dir), problem=problem, net=net, ledger=ledger,
-                      noise=noise, algorithm=algorithm, monitor=monitor, directory=directory,
-                      divergence=divergence)
-    session.checkpoints = checkpoint.Checkpointer(session, cfg.run.checkpoint_every)
-    session.final_state = on_setup is None
-    return session
+    state = CarriedState(algorithm=algorithm, net=net, ledger=ledger, divergence=divergence,
+                         noise=noise, problem=problem.local)
+    ctx = RunContext(cfg=cfg, comm=comm, eval_comm=eval_comm, run_dir=str(run_dir),
+                     graph=graph, stream=stream, directory=directory, state=state,
+                     final_state=on_setup is None)
+    return Session(ctx=ctx, problem=problem, monitor=monitor, checkpoints=Checkpointer(ctx))
 
 
 def iterate(s: Session, hold: SignalHold | None = None) -> None:
@@ -286,30 +314,35 @@ def iterate(s: Session, hold: SignalHold | None = None) -> None:
     if s.resumed is None:
         evaluate(s, 0, 0.0)
     wait_sleeping(s.eval_comm.Ibarrier())  # a long wait: sleep (docs/performance.md)
-    first, start = checkpoint.loop_start(s)
+    first, s.loop.start = loop_start(s.resumed)
     watch = watchdog.arm(s.run_dir, s.comm, s.cfg.run.stall_timeout)
     try:
-        with checkpoint.StopOnSignal(s.comm, checkpoint.can_save(s)) as stop:
-            _loop(s, watch, stop, first, iterations, eval_every, start)
+        with StopOnSignal(s.comm, can_save(s.cfg)) as stop:
+            # after each iteration, in this order (services/base.py): a test's fault, the
+            # agreement on a signal, a due checkpoint (or the agreed stop's)
+            services = [*([FaultInjection()] if faults.armed() else []), stop, s.checkpoints]
+            _loop(s, watch, services, first, iterations, eval_every)
             if hold is not None:
                 hold.begin(stop)  # in place of the loop's handlers, without a gap
     finally:
         watch.stop()
 
 
-def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
-          start: float) -> None:
+def _loop(s: Session, watch, services: list[RunService], first: int, iterations: int,
+          eval_every: int) -> None:
     """The iterations of :func:`iterate`, from ``first`` (after a resume), with the stall
-    watchdog ``watch`` armed and ``stop`` agreeing on a signal (checkpoint.py)."""
-    # made once: a checkpoint asks for them; the loop's per-iteration cost stays small
-    algorithm_seconds = lambda: perf_counter() - start - s.eval_seconds  # noqa: E731
-    flush_rows = lambda: _flush_rows(s)  # noqa: E731
+    watchdog ``watch`` armed and the run ``services`` called after each."""
+    ctx, loop = s.ctx, s.loop
+    # the carried objects do not change while the loop runs (a resume replaced them before)
+    algorithm, net, divergence = ctx.state.algorithm, ctx.state.net, ctx.state.divergence
+    start = loop.start
+    loop.flush_rows = lambda: _flush_rows(s)  # a checkpoint completes the rows in flight
     for n in range(first, iterations + 1):
-        s.net.round = n
+        net.round = n
         try:
-            s.algorithm.step(n)
+            algorithm.step(n)
             watch.progress(n)
-            s.divergence.check(s.algorithm.estimate, n)
+            divergence.check(algorithm.estimate, n)
         except Diverged as err:
             _flush_rows(s)
             write_json(stop_record_path(s.run_dir, s.rank, "diverged"),
@@ -318,7 +351,7 @@ def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
         except PrivacyBudgetExceeded as err:
             # Only this agent knows; the others wait on it, so the job is aborted by the
             # caller. Leave this agent's ledger and traffic beside what rank 0 has written
-            # so far, then let one stopped agent speak for all (budget_stop.py).
+            # so far, then let one stopped agent speak for all (services/budget_stop.py).
             _flush_rows(s)
             write_json(stop_record_path(s.run_dir, s.rank),
                        {"stopped_at_iteration": n, "reason": err.what,
@@ -332,16 +365,19 @@ def _loop(s: Session, watch, stop, first: int, iterations: int, eval_every: int,
         if s.monitor.active and (n % eval_every == 0 or n == iterations):
             tick = perf_counter()
             with watch.paused():  # an evaluation may take longer than an iteration
-                evaluate(s, n, tick - start - s.eval_seconds)
-            s.eval_seconds += perf_counter() - tick
-        if checkpoint.after_iteration(s, stop, n, algorithm_seconds, before_save=flush_rows):
-            break  # a signal: every agent stops here, its checkpoint written
+                evaluate(s, n, tick - start - loop.eval_seconds)
+            loop.eval_seconds += perf_counter() - tick
+        for service in services:
+            service.after_iteration(ctx, loop, n)
+        if loop.stop_signal:  # a signal: every agent stops here, its checkpoint written
+            loop.stopped_at = n
+            break
     tick = perf_counter()
     _flush_rows(s)
-    s.eval_seconds += perf_counter() - tick
+    loop.eval_seconds += perf_counter() - tick
     # a rank that finished early (a token's non-holders) may wait long here: sleep
     wait_sleeping(s.eval_comm.Ibarrier())
-    s.wall_seconds = perf_counter() - start
+    loop.wall_seconds = perf_counter() - start
 
 
 def evaluate(s: Session, n: int, elapsed: float) -> None:

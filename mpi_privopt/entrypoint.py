@@ -14,8 +14,6 @@ from typing import NoReturn
 
 from .errors import UserError
 
-#: seconds a failing rank gives the launcher to forward its message before aborting
-ABORT_GRACE_SECONDS = 0.5
 #: seconds a rank whose error another rank reports waits for that rank's abort
 QUIET_WAIT_SECONDS = 10.0
 
@@ -95,7 +93,7 @@ def load_agreed_config(config: str | None, overrides: Sequence[str]):
     """
     from mpi4py import MPI
 
-    from .collective import agree
+    from .mpiutil import agree
     from .config import load_config
     refuse_lone_copies()
     return agree(MPI.COMM_WORLD, lambda: load_config(config, list(overrides)))
@@ -114,7 +112,7 @@ def fail_user(err: UserError) -> NoReturn:
     comm = _world()
     collective = getattr(err, "collective", False)
     if getattr(err, "quiet", False):
-        # Another rank speaks for this one (budget_stop.py) and aborts the job; speak
+        # Another rank speaks for this one (services/budget_stop.py) and aborts the job; speak
         # only if that abort never comes.
         time.sleep(QUIET_WAIT_SECONDS)
     if not collective or comm.Get_rank() == 0:
@@ -124,6 +122,7 @@ def fail_user(err: UserError) -> NoReturn:
     status = getattr(err, "status", 2)
     if not collective:
         # Only this rank knows; the others may be waiting in a collective call.
+        from .mpiutil import abort_others
         abort_others(status)
         sys.exit(status)
     leave_together(status)  # every rank knows
@@ -143,14 +142,3 @@ def leave_together(status: int) -> NoReturn:
     sys.stderr.flush()
     MPI.Finalize()
     sys.exit(status)
-
-
-def abort_others(code: int) -> None:
-    """Abort the whole MPI job with ``code`` (a no-op in a single-process job)."""
-    comm = _world()
-    if comm.Get_size() > 1:
-        # The launcher forwards each rank's output asynchronously, and MPI_Abort makes it
-        # kill every process at once: on a loaded machine the message just printed was
-        # sometimes dropped. One pause on this fatal path lets it reach the user.
-        time.sleep(ABORT_GRACE_SECONDS)
-        comm.Abort(code)

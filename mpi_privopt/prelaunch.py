@@ -95,7 +95,7 @@ def check_run_input(config: str | None, overrides: list[str], n_ranks: int):
     method.check_agent_count(n_ranks)
     from .user_modules import check_problem_product
     check_problem_product(cfg.problem, n_ranks, cfg.run.seed)  # your own problem's members
-    from .checkpoint import refuse_unsaveable
+    from .services.checkpoint import refuse_unsaveable
     refuse_unsaveable(cfg)
     graph = run_graph(cfg, n_ranks)
     method.check_graph(cfg, graph)  # e.g. a token schedule's graph needs a Hamiltonian cycle
@@ -106,7 +106,7 @@ def preload_for_rank_0() -> None:
     """On the launcher's task 0 only, import :data:`RANK_0_LIBRARIES` before MPI starts
     (and :data:`BUDGET_LIBRARIES` for a finite budget: the check's verdict lists them).
 
-    Rank 0 computes what every rank needs once (:func:`mpi_privopt.collective.computed_once`,
+    Rank 0 computes what every rank needs once (:func:`mpi_privopt.mpiutil.computed_once`,
     the reference solution) while the others wait in a collective call, testing for it
     every millisecond: with K ranks on a few cores, a second of imports on rank 0 then
     takes several seconds of wall time. Here, before MPI starts, the other tasks of the
@@ -204,7 +204,7 @@ def check_verdict_of(config: str | None, overrides: list[str], n_ranks: int,
         preload = [*RANK_0_LIBRARIES,
                    *(BUDGET_LIBRARIES if math.isfinite(cfg.privacy.epsilon) else ())]
         if resume:
-            from .checkpoint import check_resume_input
+            from .services.resume import check_resume_input
             check_resume_input(resume, cfg, graph, n_ranks)
             return Verdict(preload=preload)
         # a schedule that cannot be calibrated is an error too

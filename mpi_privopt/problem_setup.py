@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from .collective import agree, computed_once
+from .mpiutil import agree, computed_once
 from .problems.aggregative.objective import reference_share, use_reference
 from .problems import GlobalProblem, ReferenceSolution, load_agent_data, make_local_problem
 from .problems.config import ProblemConfig, local_l1, resolve_l1

@@ -48,10 +48,10 @@ def load_run(run_dir: str | Path) -> dict:
 
 def load_incomplete_run(path: Path, missing: list[str]) -> dict:
     """What a run that did not finish left: its metrics and the agents' stop records."""
-    from .budget_stop import RECORDS, stop_record_path, stopped_agents
+    from .services.budget_stop import RECORDS, stop_record_path, stopped_agents
     records = {kind: {k: json.loads(stop_record_path(path, k, kind).read_text())
                       for k in stopped_agents(path, kind)} for kind in RECORDS}
-    from .checkpoint import saved_ledgers
+    from .services.checkpoint_files import saved_ledgers
     return {"incomplete": True, "path": path, "missing": missing,
             "metrics": read_metrics(path), "stopped": records,
             "checkpoint": saved_ledgers(path)}
@@ -63,7 +63,7 @@ STOP_REASONS = {"budget": "stopped by the privacy budget", "diverged": "diverged
 
 def incomplete_text(run: dict) -> str:
     """The report of a run that did not finish: what it reached and what it spent."""
-    from .budget_stop import agent_names as _names
+    from .services.budget_stop import agent_names as _names
     from .privacy.accountants import HeadlineAccountant
     m = run["metrics"]
     measured = (f"metrics up to iteration {int(m['iteration'][-1])}"
@@ -105,7 +105,8 @@ def incomplete_text(run: dict) -> str:
 def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
     """A run that ended without its summary but with a checkpoint: status "failed",
     what it had reached and spent at that checkpoint (every agent's saved ledger)."""
-    from .checkpoint import is_final, resume_command, run_iterations
+    from .services.checkpoint_files import resume_command
+    from .services.resume import is_final, run_iterations
     from .privacy.report import privacy_report
     privacy = privacy_report([m["ledger"] for m in metas], info["delta"], info["noise"])
     worst = privacy["worst_link"]
@@ -189,7 +190,7 @@ def text_report(run: dict) -> str:
     lines = [f"{s.algorithm} on {s.problem}: {s.ranks} agents, {s.iterations} "
              f"iterations, evaluate = {s.evaluate}"]
     if s.status == "interrupted":
-        from .checkpoint import resume_command
+        from .services.checkpoint_files import resume_command
         lines.append(f"status: interrupted by {s.stop_signal} after iteration "
                      f"{s.stopped_at_iteration}; continue with: "
                      f"{resume_command(s.run_dir, s.ranks)}")

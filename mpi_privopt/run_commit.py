@@ -4,9 +4,9 @@ Once the loop is over (all T iterations, or the iteration every agent agreed to 
 on a signal), a run's end is written in this order:
 
 1. **the final state**: every rank's checkpoint at the end iteration
-   (:class:`~mpi_privopt.checkpoint.Checkpointer`, with ``latest.json`` marked
-   ``final``), written by every run, whatever ``run.checkpoint_every`` says (but one
-   with an ``on_setup`` hook: ``engine.Session.final_state``). A signal's
+   (:meth:`~mpi_privopt.services.checkpoint.Checkpointer.at_end`, with ``latest.json``
+   marked ``final``), written by every run, whatever ``run.checkpoint_every`` says (but
+   one with an ``on_setup`` hook: ``RunContext.final_state``). A signal's
    stop has just written it; a resume that finishes a run starts from it;
 2. **the results**: each agent's own model file (``local`` and ``none`` modes), then on
    rank 0 ``traffic.json``, ``privacy.json`` and ``models.npz``, each written to a hidden
@@ -19,7 +19,7 @@ command line) SIGTERM and SIGINT are held (:class:`SignalHold`): they are stored
 acted on, so a signal during the commit lets it complete, and a summary that says
 ``completed`` is a run that exits 0. A rank killed outright (SIGKILL, a lost node) after
 step 1 leaves a final checkpoint: ``run --resume DIR`` then writes steps 2 and 3 from it
-without running an iteration or releasing anything (mpi_privopt/checkpoint.py). The
+without running an iteration or releasing anything (mpi_privopt/services/resume.py). The
 commit's results are a function of the final state: the resumed files equal the ones an
 uninterrupted end writes, byte for byte on the same machine (docs/reliability.md).
 """
@@ -37,15 +37,17 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from . import checkpoint, topology
+from . import topology
 from .methods import ALGORITHMS
-from .checkpoint import CheckpointWriteError, fault, resume_command
 from .errors import UserError
 from .monitor import Evaluation
 from .network import wait_sleeping
 from .privacy.report import privacy_report
 from .problems.metrics import REFERENCE
 from .results import write_agent_model
+from .services.checkpoint_files import checkpoint_dir, resume_command, try_write
+from .services.faults import fault, wake_faults_on
+from .services.stop_signal import STOP_SIGNALS, StopOnSignal, mark_interrupted
 from .summary import EVALUATION_NOTES, RunSummary, format_summary
 from .network.traffic import assemble_matrices
 
@@ -78,8 +80,8 @@ class SignalHold:
     """SIGTERM and SIGINT stored, not acted on, from the end of the loop on.
 
     :meth:`begin` takes over from the loop's
-    :class:`~mpi_privopt.checkpoint.StopOnSignal` without a moment in which the default
-    action (the process ends) is installed; :meth:`release` puts back the handlers that
+    :class:`~mpi_privopt.services.stop_signal.StopOnSignal` without a moment in which the
+    default action (the process ends) is installed; :meth:`release` puts back the handlers that
     were there before the loop. A held signal has nothing left to stop: the commit it
     arrived in completes and the run ends as written (the command line never releases:
     the process leaves holding, so a signal during ``MPI_Finalize`` cannot turn a written
@@ -97,13 +99,13 @@ class SignalHold:
         self.signum = self.signum or int(signum)
         self.received.set()
 
-    def begin(self, stop: checkpoint.StopOnSignal | None = None) -> "SignalHold":
+    def begin(self, stop: StopOnSignal | None = None) -> "SignalHold":
         """Hold from now on; ``stop``'s handlers (if any) are replaced in place."""
         handed = stop.hand_over() if stop is not None else {}
-        for sig in checkpoint.STOP_SIGNALS:
+        for sig in STOP_SIGNALS:
             before = signal.signal(sig, self._store)
             self._previous.setdefault(sig, handed.get(sig, before))
-        checkpoint.wake_faults_on(self)
+        wake_faults_on(self)
         return self
 
     def release(self) -> None:
@@ -111,7 +113,7 @@ class SignalHold:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous = {}
-        checkpoint.wake_faults_on(None)
+        wake_faults_on(None)
 
 
 # -- the commit ------------------------------------------------------------------------------
@@ -126,7 +128,7 @@ def finish(s) -> RunResult | None:
     rank = s.rank
     fault("commit-begin", rank, end)
     _timings_from_final_state(s, end)
-    unsaved = _save_final_state(s, end)
+    unsaved = s.checkpoints.at_end(s.ctx, s.loop)  # step 1: the final state
     fault("commit-results", rank, end)
     mode = s.cfg.run.evaluate
     final_models, failure = None, None
@@ -135,7 +137,7 @@ def finish(s) -> RunResult | None:
     elif mode == REFERENCE:
         final_models = s.monitor.gather_models(s.algorithm.estimate)
     else:
-        failure = checkpoint._try(lambda: write_agent_model(s.run_dir, rank, s.algorithm.estimate))
+        failure = try_write(lambda: write_agent_model(s.run_dir, rank, s.algorithm.estimate))
     n_agents = s.comm.Get_size()
     meter = s.net.meter
     gathered = s.eval_comm.gather((meter.rows(n_agents), meter.total_seconds(),
@@ -164,13 +166,13 @@ def finish(s) -> RunResult | None:
     vendor, version = MPI.get_vendor()
     summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
                            f"(MPI {'.'.join(map(str, MPI.Get_version()))})")
-    checkpoint.mark_interrupted(s, summary)
+    mark_interrupted(summary, s.interrupted, s.stopped_at)
     reference = s.problem.reference
-    failure = next((f for f in failures if f), None) or checkpoint._try(
+    failure = next((f for f in failures if f), None) or try_write(
         lambda: _write_results(s, traffic, receive_seconds, privacy, final_models))
     if failure is None:
         fault("commit-summary", rank, end)
-        failure = checkpoint._try(lambda: _write_summary(s, summary))
+        failure = try_write(lambda: _write_summary(s, summary))
     s.directory.close()
     wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
     _agree_written(s, failure, end, unsaved)
@@ -191,28 +193,6 @@ def _timings_from_final_state(s, end: int) -> None:
     resumed = s.resumed
     if resumed is not None and resumed.iteration == end and resumed.wall_seconds is not None:
         s.wall_seconds, s.eval_seconds = resumed.wall_seconds, resumed.eval_seconds
-
-
-def _save_final_state(s, end: int) -> str:
-    """Step 1: every rank's checkpoint at ``end`` ('' once written, or what went wrong).
-
-    Skipped when it exists (a signal's stop wrote it, or the run resumed from it) and
-    for a run with an ``on_setup`` hook (``Session.final_state``). A
-    checkpoint that cannot be written (a full disk: every rank knows) does not stop the
-    results from being written; the run then cannot be extended from its end.
-    """
-    if s.checkpoints.saved_at == end:
-        return ""
-    if not s.final_state:  # a hooked run (engine.Session.final_state): none by design
-        return "a run with an on_setup hook saves no final state"
-    if s.directory is not None:
-        s.directory.sync_metrics()  # every row to ``end`` durable before latest.json says so
-    try:
-        s.checkpoints.save(s, end, s.wall_seconds - s.eval_seconds, final=True,
-                           wall_seconds=s.wall_seconds)
-    except CheckpointWriteError as err:
-        return err.what
-    return ""
 
 
 def _write_results(s, traffic: dict, receive_seconds: list[float], privacy: dict,
@@ -261,7 +241,7 @@ def _agree_written(s, failure: str | None, end: int, unsaved: str) -> None:
         fix = ("free space there, then write them (nothing is run or released) with: "
                + resume_command(s.run_dir, ranks))
         kept = (f"the final state (iteration {end}) is kept in "
-                f"{checkpoint.checkpoint_dir(s.run_dir)}")
+                f"{checkpoint_dir(s.run_dir)}")
     err = ResultsWriteError(f"the results of the run could not be written in {s.run_dir} "
                             f"({failure}); {kept}", fix)
     err.collective = True

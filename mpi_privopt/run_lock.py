@@ -5,7 +5,7 @@ is written there, and keeps it for the whole run; it is released when the run re
 (its end, an error, a signal that stopped it) and, as a safety net, when the process
 exits. Another job given the same directory (``--out DIR``, ``--resume DIR``) meanwhile
 is refused with one message; the other ranks learn the verdict through the set-up's
-agreement (:func:`mpi_privopt.collective.agree`).
+agreement (:func:`mpi_privopt.mpiutil.agree`).
 
 The claim is the file ``DIR/.mpi_privopt-claim``. It records the owner: host name, the
 kernel's boot id and pid namespace, pid, the process's start time (field 22 of
@@ -247,7 +247,7 @@ def _link(own: Path, path: Path, fd: int) -> int:
 
 def _test_pause() -> None:
     """Tests only: ``MPI_PRIVOPT_TEST_FAULT=pause@claimed:0:0:FILE`` (the fault hook of
-    mpi_privopt/checkpoint.py, at this point) holds the claiming process here, its pid
+    mpi_privopt/services/faults.py, at this point) holds the claiming process here, its pid
     written to FILE, until ``FILE.go`` exists or a signal ends the process."""
     action, _, where = os.environ.get("MPI_PRIVOPT_TEST_FAULT", "").partition("@")
     point, _, file = where.partition(":0:0:")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from ..progress import add_progress_arguments, progress_mode
+from ..services.progress import add_progress_arguments, progress_mode
 from .verdict import EXIT_STATUS, FAIL, INCONCLUSIVE, PASS
 
 
@@ -109,7 +109,7 @@ def _leave(verdict: str) -> int:
 
 def _unbounded(cfg, target: int, receiver: int | None, args, comm) -> int:
     """A non-private run: its loss is unbounded; run the attack on it instead."""
-    from ..collective import agree
+    from ..mpiutil import agree
     from ..engine import build_graph
     from ..methods import ALGORITHMS, attack_on, attacked_methods
 

@@ -56,8 +56,8 @@ class AuditRun:
     wire: WireRecorder | None = field(default=None)
 
     def agree(self, fn: Callable[[], object]) -> object:
-        """``fn`` on every rank, one error for all (:func:`~mpi_privopt.collective.agree`)."""
-        from ..collective import agree  # MPI: only once the run is set up
+        """``fn`` on every rank, one error for all (:func:`~mpi_privopt.mpiutil.agree`)."""
+        from ..mpiutil import agree  # MPI: only once the run is set up
         return agree(self.comm, fn)
 
     def worlds(self, stream: int = 1) -> np.ndarray:

@@ -29,7 +29,7 @@ from mpi4py import MPI
 
 from .. import display
 from ..methods import ALGORITHMS
-from ..collective import agree
+from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError

@@ -33,7 +33,7 @@ from time import perf_counter
 from mpi4py import MPI
 
 from ..methods import ALGORITHMS
-from ..collective import agree
+from ..mpiutil import agree
 from ..config import Config
 from ..engine import build_graph, run
 from ..errors import ConfigError

@@ -13,7 +13,7 @@ launcher's task 0 (``run``):
 
 A budget spread over too many iterations calibrates noise that drowns every release: the
 default experiment with ``run.iterations = 50000`` calibrates sigma = 2.1e108 at n = 1. The
-divergence guard (:mod:`mpi_privopt.divergence`) stops such a run once its iterate blows
+divergence guard (:mod:`mpi_privopt.services.divergence`) stops such a run once its iterate blows
 up; this warns before launch. A method states its calibrated schedule through
 ``Algorithm.noise_schedule(cfg)`` (None: nothing to look at), and the schedule is
 evaluated at every release n = 1..T (at most :data:`MAX_POINTS` of them, the first
@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from ..divergence import DIVERGENCE_FACTOR
+from ..services.divergence import DIVERGENCE_FACTOR
 from ..errors import UserError
 
 __all__ = ["NOISE_WARNING_FACTOR", "HORIZON_KEYS", "noise_warning", "horizon_outlook",

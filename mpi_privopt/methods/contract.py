@@ -126,7 +126,7 @@ class Algorithm(ABC):
     #: something at set-up cannot run alone)
     min_agents: ClassVar[int] = 1
     #: why the method cannot be checkpointed ("" = it can: its whole state between two
-    #: iterations is in its agent's objects; mpi_privopt/checkpoint.py)
+    #: iterations is in its agent's objects; mpi_privopt/services/checkpoint.py)
     no_checkpoint: ClassVar[str] = ""
     #: the blocks of each packed per-block message (Chen & Wang 2025's x, y, z), in order;
     #: () for a method that does not send packed blocks (:meth:`block_budgets`)
@@ -284,10 +284,11 @@ class Algorithm(ABC):
         """The privacy events of iterations ``first`` .. ``last`` as one observer sees them,
         when the method knows them before it runs (its noise schedule is public).
 
-        Called on every rank by a resume (mpi_privopt/checkpoint.py) and by the audit
+        Called on every rank by a resume (mpi_privopt/services/resume.py) and by the audit
         runner (a pure-epsilon audit's planned epsilon). A resume is refused before any
-        release when they would take the agent past ``privacy.epsilon``. None (the default): not known
-        ahead; the ledger's guard then refuses the first release over the budget.
+        release when they would take the agent past ``privacy.epsilon``. None (the
+        default): not known ahead; the ledger's guard then refuses the first release over
+        the budget.
         """
         return None
 
@@ -296,8 +297,9 @@ class Algorithm(ABC):
         ``iterations``, taking what depends on the run's length from ``fresh`` (the method
         the resume's set-up made for ``iterations``).
 
-        Called on every rank by a resume that extends a run (mpi_privopt/checkpoint.py),
-        before it checks the planned releases against the budget. Default: nothing to do
+        Called on every rank by a resume that extends a run
+        (mpi_privopt/services/resume.py), before it checks the planned releases against the
+        budget. Default: nothing to do
         (the method's state does not depend on the number of iterations; a token method's
         public schedule does).
         """

@@ -219,7 +219,7 @@ class BroadcastChannel:
             request.Free()
         self._requests = []
 
-    # -- checkpoints (mpi_privopt/checkpoint.py) -----------------------------------------
+    # -- checkpoints (mpi_privopt/services/checkpoint.py) --------------------------------
 
     def __getstate__(self) -> dict:
         # Saved: the buffers (which one is outgoing, which last sent, by identity), the

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
 from ..methods import FAMILIES
-from ..progress import progress_line
+from ..services.progress import progress_line
 from ..watching import TERMINAL_VARIABLE
 
 _METHODS = "mpi_privopt.methods"
@@ -35,7 +35,7 @@ _METHODS = "mpi_privopt.methods"
 #: progress lines of a reproduction (flushed: they are read while mpiexec jobs run)
 log = functools.partial(print, flush=True)
 
-#: the progress line on stderr over a reproduction's runs (:mod:`mpi_privopt.progress`):
+#: the progress line on stderr over a reproduction's runs (:mod:`mpi_privopt.services.progress`):
 #: "auto" (where a person watches), "on" (``--progress``) or "off" (``--quiet``); set by
 #: :func:`run`
 PROGRESS = {"mode": "auto"}

@@ -7,7 +7,7 @@ final state, byte for byte; a rank killed at each step of the commit leaves a ru
 ``run --resume`` finishes without running or releasing anything; a signal during the
 commit lets it complete and the run exits 0; and any finished run (``token-admm``
 included) is extended without ``run.checkpoint_every``, its ledger carried. The faults
-are placed by the test hook of mpi_privopt/checkpoint.py (``MPI_PRIVOPT_TEST_FAULT``, at
+are placed by the test hook of mpi_privopt/services/faults.py (``MPI_PRIVOPT_TEST_FAULT``, at
 the commit's steps ``commit-begin``, ``commit-results``, ``commit-summary``).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Faults injected into real 4-rank runs under mpiexec, then ``run --resume`` (docs/reliability.md).
 
-Each fault is placed by the test hook of mpi_privopt/checkpoint.py
+Each fault is placed by the test hook of mpi_privopt/services/faults.py
 (``MPI_PRIVOPT_TEST_FAULT``, read only here): a rank kills itself at a given iteration or
 while its checkpoint file is written but not yet renamed, or it pauses at a given point and
 says so with a file (its pid inside), so the test acts at a known iteration without

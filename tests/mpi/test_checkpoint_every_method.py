@@ -3,7 +3,7 @@
 For each contract case in its noisy form (the method as it is meant to run: DP noise from
 the ``fast`` seeded source, shares, perturbations), three runs of T iterations on the
 ranks of this job: one straight through; one in which rank 0 gets SIGTERM (the test hook
-of mpi_privopt/checkpoint.py) during iteration k, so that every agent stops at the
+of mpi_privopt/services/faults.py) during iteration k, so that every agent stops at the
 iteration they agree on and writes its checkpoint; and the resume of that one. The
 resumed run's ``models.npz`` and ``privacy.json`` must equal the straight run's byte for
 byte, and its metrics every column but the elapsed time.
@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from mpi4py import MPI
 
-from mpi_privopt import checkpoint
+from mpi_privopt.services import checkpoint_files, faults
+from mpi_privopt.services.stop_signal import StopOnSignal
 from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
@@ -69,9 +70,9 @@ def test_signal_then_resume_equals_a_straight_run(root, name, monkeypatch):
     straight, stopped = root / name / "straight", root / name / "stopped"
     run(cfg, out=str(straight), comm=comm, stream=None)
 
-    monkeypatch.setattr(checkpoint, "_FAULT", ("term", "iteration", 0, SIGNALLED_AT, ""))
+    monkeypatch.setattr(faults, "_FAULT", ("term", "iteration", 0, SIGNALLED_AT, ""))
     first = run(cfg, out=str(stopped), comm=comm, stream=None)
-    monkeypatch.setattr(checkpoint, "_FAULT", None)
+    monkeypatch.setattr(faults, "_FAULT", None)
     if comm.rank == 0:
         assert first.summary.status == "interrupted"
         # agreed one iteration after the flag was raised: never before it
@@ -101,7 +102,7 @@ def test_every_rank_stops_after_the_same_iteration(aim, monkeypatch):
     comm = MPI.COMM_WORLD
     monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", str(aim))
     signalled = comm.size - 1
-    with checkpoint.StopOnSignal(comm) as stop:
+    with StopOnSignal(comm) as stop:
         for n in range(1, 100000):
             time.sleep(0.0002)  # an iteration's work
             if n == 50 and comm.rank == signalled:
@@ -121,10 +122,10 @@ def test_sigint_to_the_last_rank_stops_every_rank(root, monkeypatch):
     # Ctrl-C (SIGINT) reaching one rank only: the others learn it from the agreement
     comm = MPI.COMM_WORLD
     monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", "0")
-    monkeypatch.setattr(checkpoint, "_FAULT", ("int", "iteration", comm.size - 1, 4, ""))
+    monkeypatch.setattr(faults, "_FAULT", ("int", "iteration", comm.size - 1, 4, ""))
     result = run(_config("dgd"), out=str(root / "sigint"), comm=comm, stream=None)
     if comm.rank == 0:
         assert result.summary.status == "interrupted"
         assert result.summary.stop_signal == "SIGINT"
         assert result.summary.stopped_at_iteration in (4, 5)
-        assert checkpoint.latest(root / "sigint")["iteration"] == result.summary.stopped_at_iteration
+        assert checkpoint_files.latest(root / "sigint")["iteration"] == result.summary.stopped_at_iteration

@@ -1,7 +1,7 @@
 """A setup error on one rank stops every rank with the same error (no hang)."""
 import pytest
 
-from mpi_privopt.collective import agree
+from mpi_privopt.mpiutil import agree
 from mpi_privopt.errors import DataError
 
 

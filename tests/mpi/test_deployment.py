@@ -26,7 +26,7 @@ WORLD, EVAL, GRAPH = "world", "world/Dup", "world/Create_dist_graph_adjacent"
 
 
 def is_stop_agreement(record) -> bool:
-    """The signal agreement of checkpoint.StopOnSignal (on its own duplicate of the world,
+    """The signal agreement of services.stop_signal.StopOnSignal (on its own duplicate of the world,
     which the recorder names like the evaluation channel): an Iallreduce of two int64, a
     signal number and an iteration stride; no data of any agent."""
     if record.call != "Iallreduce" or len(record.payload) != 16:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_privopt import checkpoint
+from mpi_privopt.services import checkpoint
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.errors import ConfigError
@@ -44,7 +44,7 @@ def test_a_state_that_cannot_be_saved_leaves_the_results_complete(comm, shared_d
                                                                    monkeypatch):
     # only the last rank's state cannot be pickled: every rank must still end the run
     if comm.Get_rank() == comm.Get_size() - 1:
-        def unpicklable(session):
+        def unpicklable(ctx, state):
             raise ConfigError("'dgd' cannot be checkpointed: its state holds a lock")
         monkeypatch.setattr(checkpoint, "dump_state", unpicklable)
     cfg = load_config("dgd-ridge", ["run.iterations=4"])

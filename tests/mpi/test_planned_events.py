@@ -2,7 +2,7 @@
 
 ``Algorithm.planned_events(first, last)`` is what a resume adds to the restored ledger to
 refuse, before any release, a run that would exceed ``privacy.epsilon``
-(mpi_privopt/checkpoint.py, ``refuse_overspend``). Here each private aggregative method
+(mpi_privopt/services/resume.py, ``refuse_overspend``). Here each private aggregative method
 runs T iterations under mpiexec (its contract case's noisy configuration); just before
 iteration ``first`` of each window the method is asked for its plan of ``first`` ..
 ``last`` (as a resume after iteration ``first - 1`` would ask), and after iteration

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from mpi_privopt import checkpoint
+from mpi_privopt.services import checkpoint_files, resume
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.prelaunch import build_graph, check_run_input, resume_config
@@ -18,13 +18,13 @@ from mpi_privopt.topology import graph_hash
 def _saved(run_dir, cfg, graph, ranks=4, iteration=10, final=False):
     """A run directory whose latest checkpoint was made with ``cfg`` and ``graph``
     (``final``: at the run's end; else by a signal's stop or run.checkpoint_every)."""
-    folder = run_dir / checkpoint.CHECKPOINT_DIR
+    folder = run_dir / checkpoint_files.CHECKPOINT_DIR
     folder.mkdir(parents=True)
     (run_dir / "config.toml").write_text(cfg.to_toml())
-    info = {"format": checkpoint.FORMAT, "iteration": iteration, "ranks": ranks,
-            "config": checkpoint.config_fingerprint(cfg), "graph_hash": graph_hash(graph),
+    info = {"format": checkpoint_files.FORMAT, "iteration": iteration, "ranks": ranks,
+            "config": checkpoint_files.config_fingerprint(cfg), "graph_hash": graph_hash(graph),
             "noise": "fast", "delta": cfg.privacy.delta, "final": final}
-    (folder / checkpoint.LATEST).write_text(json.dumps(info))
+    (folder / checkpoint_files.LATEST).write_text(json.dumps(info))
 
 
 def test_a_resume_may_change_only_the_iteration_count(tmp_path):
@@ -32,20 +32,20 @@ def test_a_resume_may_change_only_the_iteration_count(tmp_path):
     graph = build_graph(cfg, 4)
     _saved(tmp_path, cfg, graph)
     longer = load_config("dgd-ridge", ["run.iterations=30"])
-    assert checkpoint.check_resume_input(tmp_path, longer, graph, 4)["iteration"] == 10
+    assert resume.check_resume_input(tmp_path, longer, graph, 4)["iteration"] == 10
     other = load_config("dgd-ridge", ["run.iterations=30", "algorithm.step=0.1",
                                       "run.seed=3"])
     with pytest.raises(ConfigError, match=r"algorithm.step \(0.05 then, 0.1 now\); "
                                           r"run.seed \(0 then, 3 now\)"):
-        checkpoint.check_resume_input(tmp_path, other, build_graph(other, 4), 4)
+        resume.check_resume_input(tmp_path, other, build_graph(other, 4), 4)
     with pytest.raises(ConfigError, match="has 4 agents, this resume started 5 ranks"):
-        checkpoint.check_resume_input(tmp_path, longer, graph, 5)
+        resume.check_resume_input(tmp_path, longer, graph, 5)
     with pytest.raises(ConfigError, match=r"already at iteration 10 \(written when a "
                                           "signal stopped the run"):
-        checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=10"]),
+        resume.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=10"]),
                                       graph, 4)
     with pytest.raises(ConfigError, match=r"already at iteration 10\n"):
-        checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
+        resume.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
                                       graph, 4)
 
 
@@ -54,9 +54,9 @@ def test_a_final_checkpoint_at_the_same_iterations_only_finishes_the_run(tmp_pat
     cfg = load_config("dgd-ridge", ["run.iterations=10"])
     graph = build_graph(cfg, 4)
     _saved(tmp_path, cfg, graph, final=True)
-    assert checkpoint.check_resume_input(tmp_path, cfg, graph, 4)["iteration"] == 10
+    assert resume.check_resume_input(tmp_path, cfg, graph, 4)["iteration"] == 10
     with pytest.raises(ConfigError, match="run.iterations=10 writes the results of the run"):
-        checkpoint.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
+        resume.check_resume_input(tmp_path, load_config("dgd-ridge", ["run.iterations=5"]),
                                       graph, 4)
 
 
@@ -65,13 +65,13 @@ def test_a_latest_without_the_final_key_is_final_at_the_runs_own_iterations(tmp_
     cfg = load_config("dgd-ridge", ["run.iterations=10"])
     graph = build_graph(cfg, 4)
     _saved(tmp_path, cfg, graph)
-    latest = tmp_path / checkpoint.CHECKPOINT_DIR / checkpoint.LATEST
+    latest = tmp_path / checkpoint_files.CHECKPOINT_DIR / checkpoint_files.LATEST
     info = json.loads(latest.read_text())
     del info["final"]
     latest.write_text(json.dumps(info))
-    assert checkpoint.is_final(tmp_path, info)
+    assert resume.is_final(tmp_path, info)
     (tmp_path / "config.toml").write_text(load_config("dgd-ridge", ["run.iterations=20"]).to_toml())
-    assert not checkpoint.is_final(tmp_path, info)
+    assert not resume.is_final(tmp_path, info)
 
 
 def test_a_resume_refuses_another_graph_from_the_same_config(tmp_path):
@@ -81,13 +81,13 @@ def test_a_resume_refuses_another_graph_from_the_same_config(tmp_path):
     _saved(tmp_path / "run", cfg, build_graph(cfg, 4))
     edges.write_text("0 1\n1 2\n2 3\n3 0\n0 2\n")  # the file changed on disk
     with pytest.raises(ConfigError, match="the graph built now differs"):
-        checkpoint.check_resume_input(tmp_path / "run", cfg, build_graph(cfg, 4), 4)
+        resume.check_resume_input(tmp_path / "run", cfg, build_graph(cfg, 4), 4)
 
 
 def test_no_checkpoint_is_one_message(tmp_path):
     cfg = load_config("dgd-ridge", [])
     with pytest.raises(ConfigError, match="no checkpoint to resume from"):
-        checkpoint.check_resume_input(tmp_path, cfg, build_graph(cfg, 4), 4)
+        resume.check_resume_input(tmp_path, cfg, build_graph(cfg, 4), 4)
 
 
 def test_the_resume_line_sets_nothing_but_the_iteration_count(tmp_path):
@@ -126,11 +126,11 @@ def test_the_metadata_reader_never_imports_a_class(tmp_path):
     plain = tmp_path / "plain.ckpt"
     plain.write_bytes(pickle.dumps({"meta": {"iteration": 3, "ledger": {"total": [1.0]}},
                                     "state": b"..."}))
-    assert checkpoint.read_meta(plain) == {"iteration": 3, "ledger": {"total": [1.0]}}
+    assert checkpoint_files.read_meta(plain) == {"iteration": 3, "ledger": {"total": [1.0]}}
     hostile = tmp_path / "hostile.ckpt"
     hostile.write_bytes(pickle.dumps({"meta": ConfigError("x"), "state": b""}))
     with pytest.raises(pickle.UnpicklingError, match="names mpi_privopt.errors.ConfigError"):
-        checkpoint.read_meta(hostile)
+        checkpoint_files.read_meta(hostile)
 
 
 def test_an_atomic_write_leaves_the_old_file_or_the_new_one(tmp_path, monkeypatch):
@@ -139,18 +139,18 @@ def test_an_atomic_write_leaves_the_old_file_or_the_new_one(tmp_path, monkeypatc
 
     def refuse(*args):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(checkpoint.os, "fsync", refuse)
-    assert checkpoint._try(lambda: checkpoint.write_atomic(target, b"new")) == \
+    monkeypatch.setattr(checkpoint_files.os, "fsync", refuse)
+    assert checkpoint_files.try_write(lambda: checkpoint_files.write_atomic(target, b"new")) == \
         "ENOSPC: No space left on device"
     assert target.read_bytes() == b"old" and list(tmp_path.iterdir()) == [target]
     monkeypatch.undo()
-    checkpoint.write_atomic(target, b"new")
+    checkpoint_files.write_atomic(target, b"new")
     assert target.read_bytes() == b"new" and list(tmp_path.iterdir()) == [target]
 
 
 def test_every_private_method_that_can_resume_plans_its_releases():
     # a resume past privacy.epsilon is refused before any release only for a method that
-    # says its releases ahead (Algorithm.planned_events, checkpoint.refuse_overspend); a
+    # says its releases ahead (Algorithm.planned_events, services/resume.py: refuse_overspend); a
     # method without it would be held by the ledger's guard only, at the first release over
     # the budget (docs/reliability.md). A new private method must declare it (token-admm
     # cannot be checkpointed at all).

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from mpi_privopt.divergence import DIVERGENCE_FACTOR, Diverged, DivergenceGuard, NoiseWatch
+from mpi_privopt.services.divergence import DIVERGENCE_FACTOR, Diverged, DivergenceGuard, NoiseWatch
 from mpi_privopt.privacy.events import GaussianEvent
 from mpi_privopt.privacy.release import Release
 

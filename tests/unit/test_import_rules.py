@@ -8,8 +8,8 @@ Rules (docs/architecture.md):
    reproduction (``mpi_privopt.reproduce``, a family's ``reproduce``) or the attacks (a
    family's ``attacks``). A family's ``reproduce`` and ``attacks`` are application code.
 2. Nothing under ``mpi_privopt/problems/`` or ``mpi_privopt/methods/`` (application code
-   excepted) imports mpi4py, nor ``mpi_privopt.collective`` (its only job is an mpi4py
-   collective call).
+   excepted) imports mpi4py, nor ``mpi_privopt.mpiutil`` (the MPI protocols: agree,
+   computed_once, abort).
 3. The core imports no method family: no module outside ``mpi_privopt/methods/<family>/``
    imports it (``methods/baselines/``, DGD and linearized ADMM on which the papers' methods
    build, is shared like the core).
@@ -54,7 +54,7 @@ APPLICATION = ("mpi_privopt.__main__", "mpi_privopt.cli", "mpi_privopt.entrypoin
 #: the layers of rule 2
 NO_MPI = ("mpi_privopt.problems", *PROBLEM_KINDS, "mpi_privopt.methods")
 #: what rule 2 forbids them
-MPI_MODULES = ("mpi4py", "mpi_privopt.collective")
+MPI_MODULES = ("mpi4py", "mpi_privopt.mpiutil")
 
 #: today's violations, each with what removes it (strict: a mark left on a clean module fails)
 KNOWN_VIOLATIONS: dict[str, str] = {}
@@ -219,7 +219,7 @@ def test_checker_catches_a_library_importing_application_code(source):
     "from mpi4py import MPI\n",
     "import mpi4py.MPI as MPI\n",
     "def gather(x):\n    import mpi4py\n    return mpi4py\n",
-    "from mpi_privopt.collective import agree\n",
+    "from mpi_privopt.mpiutil import agree\n",
 ])
 def test_checker_catches_mpi_in_problems_and_algorithms(source):
     for module in ("mpi_privopt.problems.config", "mpi_privopt.methods.baselines.dgd"):

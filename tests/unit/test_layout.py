@@ -25,7 +25,6 @@ MAX_LINES = 500
 
 #: modules over MAX_LINES today, to be split (strict xfail: remove an entry once it is split)
 LONG_MODULES: dict[str, str] = {
-    "mpi_privopt.checkpoint": "writing, reading and checking checkpoints in one module",
 }
 
 

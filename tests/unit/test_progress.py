@@ -5,12 +5,12 @@ import io
 import pytest
 from mpi4py import MPI
 
-from mpi_privopt import progress as progress_module
+from mpi_privopt.services import progress as progress_module
 from mpi_privopt.cli import build_parser, progress_choice
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.progress import (LOG_INTERVAL, TERMINAL_INTERVAL, WATCHED_INTERVAL, Progress,
+from mpi_privopt.services.progress import (LOG_INTERVAL, TERMINAL_INTERVAL, WATCHED_INTERVAL, Progress,
                                   RecentRate, progress_line, progress_wanted)
 from mpi_privopt.watching import TERMINAL_VARIABLE
 

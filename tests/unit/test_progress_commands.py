@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mpi_privopt import progress as progress_module
+from mpi_privopt.services import progress as progress_module
 from mpi_privopt import reproduce
 from mpi_privopt.bench import ROUNDS, BenchProgress, _auto_repeats
 from mpi_privopt.cli import build_parser
-from mpi_privopt.progress import WATCHED_INTERVAL, Progress, progress_line, progress_mode
+from mpi_privopt.services.progress import WATCHED_INTERVAL, Progress, progress_line, progress_mode
 from mpi_privopt.watching import TERMINAL_VARIABLE
 
 

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from mpi_privopt import watchdog
+from mpi_privopt.services import watchdog
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.watchdog import STALL_RECORD, STALL_STATUS, Watchdog, stall_timeout_seconds
+from mpi_privopt.services.watchdog import STALL_RECORD, STALL_STATUS, Watchdog, stall_timeout_seconds
 
 TIMEOUT = 0.6  # period 0.03 s
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from mpi_privopt.collective import agree
+from mpi_privopt.mpiutil import agree
 from mpi_privopt.config import Config
 from mpi_privopt.engine import build_graph, run
 from mpi_privopt.errors import ConfigError

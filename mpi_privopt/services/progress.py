@@ -25,8 +25,8 @@ from collections import deque
 from time import perf_counter
 from typing import TextIO
 
-from . import display
-from .watching import is_terminal, watched
+from .. import display
+from ..watching import is_terminal, watched
 
 #: the values of ``run.progress``
 PROGRESS_MODES = ("auto", "on", "off")

@@ -1,11 +1,16 @@
-"""Run a setup step on every rank and agree on whether it failed.
+"""The MPI protocols every part of a run shares: fail together, compute once, abort.
 
-If any rank raises a :class:`UserError` during a setup step, every rank raises the same
-error (the lowest failing rank's), so all ranks stop together with one clear message
-instead of some ranks waiting forever in the next collective call.
+* :func:`agree`: a setup step run on every rank; if any rank raises a
+  :class:`UserError`, every rank raises the same error (the lowest failing rank's), so all
+  ranks stop together with one clear message instead of some ranks waiting forever in the
+  next collective call.
+* :func:`computed_once`: rank 0 computes, every rank gets the result (or its error).
+* :func:`abort_others`: the job ends from one rank that alone knows it failed (the others
+  may be waiting on it in a collective call).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -15,6 +20,9 @@ from .errors import UserError
 from .network import wait_sleeping
 
 T = TypeVar("T")
+
+#: seconds a failing rank gives the launcher to forward its message before aborting
+ABORT_GRACE_SECONDS = 0.5
 
 
 def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
@@ -66,3 +74,14 @@ def computed_once(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
     err.collective = True
     err.rank = 0
     raise err
+
+
+def abort_others(code: int) -> None:
+    """Abort the whole MPI job with ``code`` (a no-op in a single-process job)."""
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() > 1:
+        # The launcher forwards each rank's output asynchronously, and MPI_Abort makes it
+        # kill every process at once: on a loaded machine the message just printed was
+        # sometimes dropped. One pause on this fatal path lets it reach the user.
+        time.sleep(ABORT_GRACE_SECONDS)
+        comm.Abort(code)

@@ -1,7 +1,7 @@
 """Agents that must stop the run alone: a record of each, and one message for all.
 
 Two reasons stop a run from inside one agent: its privacy budget (below) and a diverging
-iterate (:mod:`mpi_privopt.divergence`); both use the records and the speaker here.
+iterate (:mod:`mpi_privopt.services.divergence`); both use the records and the speaker here.
 
 The budget guard refuses a release before it leaves the agent, so only that agent knows;
 its neighbours wait for a message that will not come and the job must be aborted. In a
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["STOP_RECORD", "stop_record_path", "stopped_agents", "speak_for_stopped_agents"]
 

@@ -4,7 +4,7 @@ After every iteration each agent checks its own model w_k (an O(dim) norm, no
 communication): a non-finite entry, or ``||w_k|| > DIVERGENCE_FACTOR * scale`` where
 ``scale = max(||w_k^(0)||, 1)`` is the size the run started from, stops the run. The agent
 records ``diverged-agent-K.json`` (iteration, norm, cause, its ledger) and the agents that
-diverged at that iteration speak with one message (:mod:`mpi_privopt.budget_stop`), exit
+diverged at that iteration speak with one message (:mod:`mpi_privopt.services.budget_stop`), exit
 status 3. The likely cause is named: the privacy noise when its scale at that iteration is
 itself beyond the threshold (a budget spread over too many iterations: the default
 experiment with ``run.iterations = 50000`` calibrates a noise of 2.1e108 at n = 1), a step
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["DIVERGENCE_FACTOR", "DIVERGENCE_MODES", "Diverged", "DivergenceGuard", "NoiseWatch"]
 

@@ -1,0 +1,223 @@
+"""Checkpoints: every agent's whole state, saved periodically, at a signal and at the end.
+
+What is saved (per rank; the files: mpi_privopt/services/checkpoint_files.py): the objects
+the run loop carries from one iteration to the next (:class:`~.base.CarriedState`), the
+algorithm (and through its agent the network, its channels and traffic meter, the agent's
+random streams and noise source, the problem's oracle), the ledger and the divergence
+guard. One generic mechanism serves every registered method: the objects are pickled
+together, so every array (iterates, duals, trackers, shares), every numpy Generator's
+state, every counter and every aliasing between them (which of a channel's two send
+buffers is ``outgoing`` and which ``last_sent``, an iterate that *is* a channel buffer)
+come back as they were. What belongs to this process and not to the run is not saved but
+taken from the fresh set-up of the resumed run (:func:`externals`): the MPI communicators,
+the graph and the config sections. Persistent MPI requests are rebuilt on the restored
+buffers (:meth:`~mpi_privopt.network.Network.reopen`), never saved.
+
+:class:`Checkpointer` is the run service: after an iteration it writes a due checkpoint
+(every ``run.checkpoint_every``) or the one of an agreed stop; at the run's end it writes
+the final state (mpi_privopt/run_commit.py), whatever ``run.checkpoint_every`` says:
+``latest.json`` then says ``"final": true``. A resume from it with a larger
+``run.iterations`` extends the run; with the same one it only writes the run's results.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any
+
+from ..errors import ConfigError
+from .base import CarriedState, LoopState, RunContext
+from .checkpoint_files import (FORMAT, LATEST, CheckpointWriteError, checkpoint_dir,
+                               config_fingerprint, latest, pickle_record, pickle_state,
+                               remove_stale, resume_command, state_path, try_write,
+                               unpickle_state, write_atomic)
+from .faults import fault
+
+__all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsaveable"]
+
+
+def refuse_unsaveable(cfg) -> None:
+    """ConfigError when ``run.checkpoint_every`` asks a method that cannot be saved
+    between two iterations (its final state, at the run's end, is saved all the same)."""
+    from ..methods import ALGORITHMS
+    why = ALGORITHMS[cfg.algorithm.name].no_checkpoint
+    if why and cfg.run.checkpoint_every:
+        raise ConfigError(f"{cfg.algorithm.name!r} cannot be checkpointed: {why}",
+                          "set run.checkpoint_every = 0 (a signal then ends the run "
+                          "without a checkpoint; the run's end still saves its final "
+                          "state, from which it can be extended)")
+
+
+def can_save(cfg) -> bool:
+    """Whether the method of ``cfg`` can be checkpointed between two iterations (and so
+    stop at a signal)."""
+    from ..methods import ALGORITHMS
+    return not ALGORITHMS[cfg.algorithm.name].no_checkpoint
+
+
+# -- the state of one rank -----------------------------------------------------------------
+
+def externals(ctx: RunContext, state: CarriedState) -> dict[str, Any]:
+    """Objects taken from the fresh set-up, never saved, by a fixed name."""
+    cfg = ctx.cfg
+    return {"net.comm": state.net.comm, "graph": ctx.graph,
+            # the agent's once(step): a closure over the set-up's evaluation communicator
+            "agent.once": state.algorithm.agent.once,
+            "problem": state.problem, "cfg": cfg,
+            "cfg.problem": cfg.problem, "cfg.topology": cfg.topology,
+            "cfg.algorithm": cfg.algorithm, "cfg.algorithm.params": cfg.algorithm.params,
+            "cfg.privacy": cfg.privacy, "cfg.run": cfg.run}
+
+
+def state_roots(state: CarriedState) -> dict[str, Any]:
+    """What a checkpoint saves: everything the loop carries between iterations.
+
+    The agent's problem is shared with the monitor's evaluator (which reads, e.g., the
+    trackers a method records in it), so it stays the fresh set-up's object and only its
+    attributes are saved and put back into it (its sampling streams among them).
+    """
+    return {"algorithm": state.algorithm, "ledger": state.ledger,
+            "divergence": state.divergence, "problem": dict(vars(state.problem))}
+
+
+def dump_state(ctx: RunContext, state: CarriedState) -> bytes:
+    """The pickled ``state`` (:func:`state_roots`); ConfigError if the method holds
+    something that cannot be saved."""
+    try:
+        return pickle_state(state_roots(state), externals(ctx, state))
+    except (pickle.PicklingError, TypeError, AttributeError) as err:
+        raise ConfigError(f"{ctx.cfg.algorithm.name!r} cannot be checkpointed: its "
+                          f"state holds something that cannot be saved ({err})",
+                          "run without run.checkpoint_every (and do not interrupt it)") from None
+
+
+def load_state(ctx: RunContext, saved: bytes) -> CarriedState:
+    """The saved carried objects in place of ``ctx.state`` (the fresh set-up supplies the
+    :func:`externals`), with the network's persistent requests rebuilt."""
+    fresh = ctx.state
+    roots = unpickle_state(saved, externals(ctx, fresh))
+    algorithm = roots["algorithm"]
+    net = algorithm.agent.net
+    # The fresh set-up's channels hold persistent requests on buffers nobody uses now;
+    # the restored channels get theirs (same order on every agent: collective).
+    for channel in fresh.net._channels:
+        channel.free()
+    fresh.net._channels = []
+    net.reopen()
+    vars(fresh.problem).update(roots["problem"])
+    return CarriedState(algorithm=algorithm, net=net, ledger=roots["ledger"],
+                        divergence=roots["divergence"], noise=algorithm.agent.noise,
+                        problem=fresh.problem)
+
+
+# -- the service --------------------------------------------------------------------------------
+
+class Checkpointer:
+    """Writes a checkpoint every ``run.checkpoint_every`` iterations before the last and
+    when the agents agree to stop on a signal; the run's end writes the final one
+    (mpi_privopt/run_commit.py), so any finished run can be extended."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.every = ctx.cfg.run.checkpoint_every
+        #: the iteration of the last checkpoint this run wrote or resumed from
+        self.saved_at: int | None = None
+        self._dir = checkpoint_dir(ctx.run_dir)
+
+    def due(self, n: int, last: int) -> bool:
+        # the last iteration's is the end's, written once the loop is over (run_commit.py)
+        return bool(self.every) and n % self.every == 0 and n < last
+
+    def after_iteration(self, ctx: RunContext, loop: LoopState, n: int) -> None:
+        """A due checkpoint, or the one of the stop every agent agreed on after ``n``
+        (the metrics rows in flight are completed first, so that metrics.csv holds every
+        row up to the checkpoint)."""
+        if loop.stop_signal or self.due(n, ctx.cfg.run.iterations):
+            loop.flush_rows()
+            self.save(ctx, n, loop.algorithm_seconds(), loop.eval_seconds)
+
+    def at_end(self, ctx: RunContext, loop: LoopState) -> str:
+        """Step 1 of the run's end: every rank's final state ('' once written, or what
+        went wrong).
+
+        Skipped when it exists (a signal's stop wrote it, or the run resumed from it) and
+        for a run with an ``on_setup`` hook (``RunContext.final_state``). A checkpoint
+        that cannot be written (a full disk: every rank knows) does not stop the results
+        from being written; the run then cannot be extended from its end.
+        """
+        end = loop.end(ctx.cfg.run.iterations)
+        if self.saved_at == end:
+            return ""
+        if not ctx.final_state:  # a hooked run: none by design
+            return "a run with an on_setup hook saves no final state"
+        if ctx.directory is not None:
+            ctx.directory.sync_metrics()  # every row to ``end`` durable before latest.json
+        try:
+            self.save(ctx, end, loop.wall_seconds - loop.eval_seconds, loop.eval_seconds,
+                      final=True, wall_seconds=loop.wall_seconds)
+        except CheckpointWriteError as err:
+            return err.what
+        return ""
+
+    def save(self, ctx: RunContext, n: int, algorithm_seconds: float, eval_seconds: float,
+             final: bool = False, wall_seconds: float | None = None) -> None:
+        """Every rank writes its state at iteration ``n``; rank 0 then moves ``latest``.
+
+        ``final``: the run's end writes it (``latest.json`` says so, and the metadata
+        keeps ``wall_seconds``, the run's time, for a resume that only writes the results).
+
+        Raises :class:`CheckpointWriteError` on every rank (one message) when a rank
+        could not write: the previous checkpoint stays complete and named by ``latest``.
+        """
+        from ..monitor import sent_bytes
+        from ..results import _jsonable
+        state = ctx.state
+        rank, ranks = ctx.rank, ctx.size
+        fault("checkpoint-begin", rank, n)
+        meta = _jsonable({"format": FORMAT, "iteration": n, "rank": rank, "ranks": ranks,
+                "algorithm_seconds": algorithm_seconds, "eval_seconds": eval_seconds,
+                "ledger": state.ledger.to_dict(), "bytes_sent": sent_bytes(state.net.meter),
+                "traffic": state.net.meter.rows(ranks),
+                **({"wall_seconds": wall_seconds} if final else {})})
+        path = state_path(ctx.run_dir, rank, n)
+        failure = None
+        try:
+            record = pickle_record(meta, dump_state(ctx, state))
+        except ConfigError as err:
+            if not final:
+                raise
+            # the end saves every run's state, even one that cannot be pickled (a method
+            # holding a module or a lock): every rank learns it below, and the results
+            # are written all the same (run_commit.py)
+            failure = err.what
+        if failure is None:
+            failure = try_write(lambda: (self._dir.mkdir(exist_ok=True),
+                                         write_atomic(path, record, "checkpoint-write", rank, n)))
+        failures = ctx.eval_comm.allgather(failure)
+        if not any(failures) and rank == 0:
+            failure = try_write(lambda: self._point_latest(ctx, n, ranks, final))
+        failures = [f for f in failures if f] or [ctx.eval_comm.bcast(failure, root=0)]
+        if failures[0]:
+            path.unlink(missing_ok=True)
+            raise self._write_error(ctx, n, failures[0])
+        remove_stale(ctx.run_dir, rank, keep=path)
+        self.saved_at = n
+
+    def _point_latest(self, ctx: RunContext, n: int, ranks: int, final: bool = False) -> None:
+        from ..topology import graph_hash
+        info = {"format": FORMAT, "iteration": n, "ranks": ranks,
+                "config": config_fingerprint(ctx.cfg), "graph_hash": graph_hash(ctx.graph),
+                "noise": ctx.state.noise.mode, "delta": ctx.cfg.privacy.delta, "final": final}
+        write_atomic(self._dir / LATEST, (json.dumps(info, indent=2) + "\n").encode())
+
+    def _write_error(self, ctx: RunContext, n: int, failure: str) -> CheckpointWriteError:
+        kept = latest(ctx.run_dir)
+        kept_text = (f"the checkpoint of iteration {kept['iteration']} is kept"
+                     if kept else "no earlier checkpoint exists")
+        full = "the disk is full: " if "ENOSPC" in failure or "EFBIG" in failure else ""
+        err = CheckpointWriteError(
+            f"{full}the checkpoint of iteration {n} could not be written in "
+            f"{self._dir} ({failure}); {kept_text}",
+            "free space there, then continue with: " + resume_command(ctx.run_dir, ctx.size)
+            if kept else "free space there and run again")
+        err.collective = True  # every rank knows: one message, from rank 0
+        return err

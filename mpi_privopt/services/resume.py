@@ -1,0 +1,209 @@
+"""A resume: refuse one that differs from the run, load the saved state, keep the budget.
+
+``run --resume DIR`` continues the run in ``DIR`` from its last checkpoint
+(mpi_privopt/services/checkpoint_files.py). Before MPI starts, :func:`check_resume_input`
+refuses a resume whose config (but ``run.iterations``), rank count or graph differ from the
+run's, naming what differs. Once set up, :func:`resume_run` loads every rank's saved state
+in place of the fresh one, and refuses a ``run.iterations`` whose planned releases would
+take an agent past ``privacy.epsilon`` (:func:`refuse_overspend`: the spent budget is the
+restored ledger's, never reset). Every step is agreed, so a failure on any rank is one
+message.
+"""
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import dataclass, replace
+from pathlib import Path
+from time import perf_counter
+
+from .. import display
+from ..errors import ConfigError
+from .base import RunContext
+from .checkpoint import Checkpointer, load_state
+from .checkpoint_files import (CHECKPOINT_DIR, FORMAT, LATEST, checkpoint_dir,
+                               config_fingerprint, latest, read_record, remove_stale,
+                               resume_command, state_path)
+
+__all__ = ["Resume", "check_resume_input", "is_final", "loop_start", "refuse_overspend",
+           "resume_run", "run_iterations"]
+
+
+@dataclass
+class Resume:
+    """What a resumed session starts from."""
+
+    iteration: int
+    algorithm_seconds: float
+    eval_seconds: float
+    #: the run's wall time at its end (a final checkpoint's; None for any other)
+    wall_seconds: float | None = None
+
+
+def _differences(saved: dict, now: dict, prefix: str = "") -> list[str]:
+    keys = sorted(set(saved) | set(now))
+    found = []
+    for key in keys:
+        a, b = saved.get(key, "(absent)"), now.get(key, "(absent)")
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += _differences(a, b, f"{prefix}{key}.")
+        elif a != b and not (isinstance(a, float) and isinstance(b, float)
+                             and math.isnan(a) and math.isnan(b)):
+            found.append(f"{prefix}{key} ({a!r} then, {b!r} now)")
+    return found
+
+
+def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
+    """Refuse (ConfigError, naming what differs) a resume of ``run_dir`` with ``cfg``,
+    ``graph`` and ``n_ranks`` agents; return ``latest.json``. Needs no MPI."""
+    from ..topology import graph_hash
+    info = latest(run_dir)
+    if info is None:
+        raise ConfigError(f"{run_dir} has no checkpoint to resume from "
+                          f"(no {CHECKPOINT_DIR}/{LATEST}: the run was ended before its "
+                          "end without run.checkpoint_every, or by an older version)",
+                          "a run writes one at its end, every run.checkpoint_every "
+                          "iterations and at SIGTERM/SIGINT; start a new run instead")
+    if info.get("format") != FORMAT:
+        raise ConfigError(f"the checkpoint in {run_dir} has format {info.get('format')}, "
+                          f"this version reads format {FORMAT}",
+                          "resume with the mpi_privopt version that wrote it")
+    if n_ranks != info["ranks"]:
+        raise ConfigError(f"the run in {run_dir} has {info['ranks']} agents, this resume "
+                          f"started {n_ranks} ranks",
+                          f"resume with the same rank count: {resume_command(run_dir, info['ranks'])}")
+    differ = _differences(info["config"], config_fingerprint(cfg))
+    if differ:
+        raise ConfigError(f"the config differs from the checkpoint's in {'; '.join(differ)}",
+                          "a resume may change only run.iterations: restore "
+                          f"{Path(run_dir) / 'config.toml'} and drop other --set options")
+    if graph_hash(graph) != info["graph_hash"]:
+        raise ConfigError(f"the graph built now differs from the checkpoint's (hash "
+                          f"{graph_hash(graph)[:12]} now, {info['graph_hash'][:12]} then)",
+                          "a resume must build the same graph: restore the edge-list file "
+                          "(topology.file) the run used")
+    at = info["iteration"]
+    if cfg.run.iterations < at or (cfg.run.iterations == at and not is_final(run_dir, info)):
+        ended = (f"; --set run.iterations={at} writes the results of the run as it ended"
+                 if is_final(run_dir, info) else "")
+        why = ("" if cfg.run.iterations < at else
+               " (written when a signal stopped the run, not at its end)")
+        raise ConfigError(f"run.iterations = {cfg.run.iterations}, but the checkpoint is "
+                          f"already at iteration {at}{why}",
+                          f"give a larger run.iterations, e.g. --set run.iterations="
+                          f"{2 * at}{ended}")
+    return info
+
+
+def is_final(run_dir: str | Path, info: dict) -> bool:
+    """Whether the checkpoint ``info`` (``latest.json``) is a run's end: every result
+    can be written from it. A ``latest.json`` older than its ``final`` key is one when it
+    is at the ``run.iterations`` of the run's own ``config.toml`` (a signal's stop is
+    always before it)."""
+    if "final" in info:
+        return bool(info["final"])
+    return run_iterations(run_dir) == info["iteration"]
+
+
+def run_iterations(run_dir: str | Path) -> int | None:
+    """``run.iterations`` of the run's own ``config.toml`` (None if it cannot be read)."""
+    import tomllib
+    try:
+        config = tomllib.loads((Path(run_dir) / "config.toml").read_text())
+        return int(config["run"]["iterations"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def refuse_overspend(ctx: RunContext, first: int) -> None:
+    """Raise ConfigError when the releases planned for iterations ``first`` .. T would
+    take this agent past ``privacy.epsilon`` (the spent budget is the restored ledger's:
+    it is never reset). Methods that cannot say their plan ahead (no
+    ``planned_events``) are held by the ledger's guard, release by release."""
+    from ..privacy.accountants import Budget
+    ledger, last = ctx.state.ledger, ctx.cfg.run.iterations
+    if math.isinf(ledger.budget):
+        return
+    events = ctx.state.algorithm.planned_events(first, last)
+    if events is None:
+        return
+    after = ledger.total
+    spent = after.epsilon(ledger.delta)["best"]
+    for event in events:
+        after.add(event)
+    if not after.within(Budget.of(ledger.budget, ledger.delta)):
+        eps = after.epsilon(ledger.delta)["best"]
+        raise ConfigError(
+            f"resuming to run.iterations = {last} would take agent {ctx.rank}'s "
+            f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
+            f"{first - 1}) to {display.loss(eps)} at delta {ledger.delta:g}, over "
+            f"privacy.epsilon = {display.exact(ledger.budget)}; "
+            "nothing was released",
+            "the spent budget is never reset: keep the run as it is, or resume to fewer "
+            "iterations")
+
+
+def resume_from(ctx: RunContext) -> tuple[RunContext, Resume]:
+    """This rank's saved state loaded in place of the fresh set-up's (``ctx``)."""
+    info = latest(ctx.run_dir)
+    record = read_record(state_path(ctx.run_dir, ctx.rank, info["iteration"]))
+    restored = load_state(ctx, record["state"])
+    meta = record["meta"]
+    return replace(ctx, state=restored), Resume(
+        iteration=meta["iteration"], algorithm_seconds=meta["algorithm_seconds"],
+        eval_seconds=meta["eval_seconds"], wall_seconds=meta.get("wall_seconds"))
+
+
+def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, Resume]:
+    """Continue the run in ``ctx.run_dir``: the context with this rank's saved state, and
+    where the run resumes. Keeps the metrics measured up to the checkpoint, and refuses a
+    plan that would overspend the budget. Every step is agreed, so a failure on any rank
+    is one message."""
+    from ..mpiutil import agree  # MPI: not at import (check_resume_input runs before it)
+    loaded: list = []
+
+    def load() -> None:
+        try:
+            loaded.extend(resume_from(ctx))
+        except (OSError, pickle.UnpicklingError, EOFError) as err:
+            raise ConfigError(f"agent {ctx.rank} cannot read its checkpoint in "
+                              f"{checkpoint_dir(ctx.run_dir)}: {err}",
+                              "every rank must see the run directory (a shared "
+                              "filesystem) with the files the run wrote") from None
+
+    fresh = ctx.state.algorithm  # built by the resume's set-up for its run.iterations
+    agree(ctx.eval_comm, load)
+    restored, resumed = loaded
+    remove_stale(ctx.run_dir, ctx.rank, keep=state_path(ctx.run_dir, ctx.rank, resumed.iteration))
+    checkpoints.saved_at = resumed.iteration  # the end's commit does not write it again
+    cfg = ctx.cfg
+    finishing = resumed.iteration == cfg.run.iterations
+    if not finishing:
+        # a method whose public plan covers only the iterations it was set up for takes
+        # the longer one from the resume's fresh set-up (token-admm's schedule)
+        agree(ctx.eval_comm, lambda: restored.state.algorithm.extend(fresh, cfg.run.iterations))
+    if not finishing:
+        agree(ctx.eval_comm, lambda: refuse_overspend(restored, resumed.iteration + 1))
+    if ctx.directory is not None:
+        # what the earlier part wrote at its end is not this run's end: a resume that
+        # is killed must show as failed at its checkpoint, not as the earlier part's stop
+        for name in ("summary.json", "traffic.json", "privacy.json", "models.npz"):
+            (ctx.directory.path / name).unlink(missing_ok=True)
+        ctx.directory.write_config(cfg.to_toml())  # its run.iterations, now accepted
+        ctx.directory.resume_metrics(resumed.iteration)
+        if ctx.stream is not None:
+            print(f"the checkpoint of iteration {resumed.iteration} is the run's end: "
+                  "its results are written from it (no iteration is run, nothing is "
+                  "released)" if finishing else
+                  f"resumed from the checkpoint of iteration {resumed.iteration}",
+                  file=ctx.stream, flush=True)
+    return restored, resumed
+
+
+def loop_start(resumed: Resume | None) -> tuple[int, float]:
+    """The first iteration to run and the loop's clock origin (a resumed run's elapsed
+    time goes on from what it had measured)."""
+    if resumed is None:
+        return 1, perf_counter()
+    before = resumed.algorithm_seconds + resumed.eval_seconds
+    return resumed.iteration + 1, perf_counter() - before
