@@ -45,7 +45,7 @@ from .network import wait_sleeping
 from .privacy.report import privacy_report
 from .problems.metrics import REFERENCE
 from .results import write_agent_model
-from .services.checkpoint_files import checkpoint_dir, resume_command, try_write
+from .services.checkpoint_files import checkpoint_dir, resume_command, try_write, write_fix
 from .services.faults import fault, wake_faults_on
 from .services.stop_signal import STOP_SIGNALS, StopOnSignal, mark_interrupted
 from .summary import EVALUATION_NOTES, RunSummary, format_summary
@@ -235,11 +235,11 @@ def _agree_written(s, failure: str | None, end: int, unsaved: str) -> None:
         return
     ranks = s.comm.Get_size()
     if unsaved:
-        fix = "free space there and run again"
+        fix = f"{write_fix(failure, s.run_dir)} and run again"
         kept = f"and the final state could not be saved either ({unsaved})"
     else:
-        fix = ("free space there, then write them (nothing is run or released) with: "
-               + resume_command(s.run_dir, ranks))
+        fix = (f"{write_fix(failure, s.run_dir)}, then write them (nothing is run or "
+               "released) with: " + resume_command(s.run_dir, ranks))
         kept = (f"the final state (iteration {end}) is kept in "
                 f"{checkpoint_dir(s.run_dir)}")
     err = ResultsWriteError(f"the results of the run could not be written in {s.run_dir} "

@@ -27,10 +27,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import CarriedState, LoopState, RunContext
-from .checkpoint_files import (FORMAT, LATEST, CheckpointWriteError, checkpoint_dir,
-                               config_fingerprint, latest, pickle_record, pickle_state,
-                               remove_stale, resume_command, state_path, try_write,
-                               unpickle_state, write_atomic)
+from .checkpoint_files import (FORMAT, FULL_DISK_ERRORS, LATEST, CheckpointWriteError,
+                               checkpoint_dir, config_fingerprint, latest, pickle_record,
+                               pickle_state, remove_stale, resume_command, state_path,
+                               try_write, unpickle_state, write_atomic, write_fix)
 from .faults import fault
 
 __all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsaveable"]
@@ -213,11 +213,12 @@ class Checkpointer:
         kept = latest(ctx.run_dir)
         kept_text = (f"the checkpoint of iteration {kept['iteration']} is kept"
                      if kept else "no earlier checkpoint exists")
-        full = "the disk is full: " if "ENOSPC" in failure or "EFBIG" in failure else ""
+        full = "the disk is full: " if failure.split(":", 1)[0] in FULL_DISK_ERRORS else ""
+        fix = write_fix(failure, self._dir)
         err = CheckpointWriteError(
             f"{full}the checkpoint of iteration {n} could not be written in "
             f"{self._dir} ({failure}); {kept_text}",
-            "free space there, then continue with: " + resume_command(ctx.run_dir, ctx.size)
-            if kept else "free space there and run again")
+            f"{fix}, then continue with: " + resume_command(ctx.run_dir, ctx.size)
+            if kept else f"{fix} and run again")
         err.collective = True  # every rank knows: one message, from rank 0
         return err

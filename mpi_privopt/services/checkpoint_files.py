@@ -169,6 +169,24 @@ def remove_stale(run_dir: str | Path, rank: int, keep: Path | None) -> None:
             old.unlink(missing_ok=True)
 
 
+#: errno names of a write that failed for want of space
+FULL_DISK_ERRORS = ("ENOSPC", "EFBIG", "EDQUOT")
+
+
+def write_fix(failure: str, where: str | Path) -> str:
+    """The first words of the fix line for a write into ``where`` that failed with
+    ``failure`` (:func:`try_write`'s text, its errno name first): the likely cause's fix."""
+    code = failure.split(":", 1)[0]
+    if code in FULL_DISK_ERRORS:
+        return "free space there"
+    if code in ("ENOENT", "ENOTDIR", "ESTALE"):
+        return (f"make sure {where} still exists and, on several hosts, is on a filesystem "
+                "every host shares")
+    if code in ("EACCES", "EPERM", "EROFS"):
+        return f"make {where} writable"
+    return f"check {where} (free space, permissions, the filesystem)"
+
+
 def try_write(action: Callable[[], Any]) -> str | None:
     """None, or what went wrong (``ENOSPC: No space left on device``) as text."""
     try:

@@ -160,3 +160,18 @@ def test_every_private_method_that_can_resume_plans_its_releases():
                        if cls.private and not cls.no_checkpoint
                        and cls.planned_events is Algorithm.planned_events)
     assert unplanned == []
+
+
+@pytest.mark.parametrize("failure, fix", [
+    ("ENOSPC: No space left on device", "free space there"),
+    ("EDQUOT: Disk quota exceeded", "free space there"),
+    ("ENOENT: No such file or directory",
+     "make sure /r/checkpoints still exists and, on several hosts, is on a filesystem every "
+     "host shares"),
+    ("EROFS: Read-only file system", "make /r/checkpoints writable"),
+    ("EIO: Input/output error", "check /r/checkpoints (free space, permissions, the filesystem)"),
+])
+def test_a_failed_write_is_fixed_by_what_its_errno_says(failure, fix):
+    # a vanished directory is not a full disk: the fix follows the error, not one guess
+    from mpi_privopt.services.checkpoint_files import write_fix
+    assert write_fix(failure, "/r/checkpoints") == fix
