@@ -52,9 +52,12 @@ def load_incomplete_run(path: Path, missing: list[str]) -> dict:
     records = {kind: {k: json.loads(stop_record_path(path, k, kind).read_text())
                       for k in stopped_agents(path, kind)} for kind in RECORDS}
     from .services.checkpoint_files import saved_ledgers
+    from .services.watchdog import STALL_RECORD
+    stall = path / STALL_RECORD
     return {"incomplete": True, "path": path, "missing": missing,
             "metrics": read_metrics(path), "stopped": records,
-            "checkpoint": saved_ledgers(path)}
+            "checkpoint": saved_ledgers(path),
+            "stall": json.loads(stall.read_text()) if stall.is_file() else None}
 
 
 #: how the report names each reason an agent stopped the run
@@ -95,6 +98,8 @@ def incomplete_text(run: dict) -> str:
         lines = [f"incomplete run {run['path']}: it did not finish (no "
                  f"{', '.join(run['missing'])}): it was killed or is still running; "
                  f"{measured}. Traffic and privacy totals are written only at the end."]
+    if run.get("stall"):  # the watchdog's one message, kept in stall.json
+        lines.insert(1, f"  it stalled: {run['stall'].get('message', '?')} (stall.json)")
     curve = _curve_column(m)
     if curve is not None and len(m["iteration"]):
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "

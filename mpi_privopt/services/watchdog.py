@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = ["DEFAULT_STALL_TIMEOUT", "STALL_RECORD", "STALL_STATUS", "Watchdog", "arm",
-           "stall_timeout_seconds", "heartbeat_path"]
+           "archive_stall_record", "stall_timeout_seconds", "heartbeat_path"]
 
 #: run.stall_timeout's default (seconds); see docs/config.md for why this value
 DEFAULT_STALL_TIMEOUT = 600.0
@@ -308,8 +308,32 @@ class _Off:
         pass
 
 
+def archive_stall_record(run_dir: str | Path) -> Path | None:
+    """Move an earlier stall's record aside (``stall.json`` -> ``stall-N.json``, the first
+    free N) and return where it went; None when there was none.
+
+    A resumed run starts with the record of the stall it resumes from; left in place, it
+    would make a new stall look already reported (the record is created exclusively, and
+    a rank that finds it leaves the message to another) and end the job without one.
+    """
+    record = Path(run_dir) / STALL_RECORD
+    if not record.exists():
+        return None
+    n = 1
+    while (archived := record.with_name(f"stall-{n}.json")).exists():
+        n += 1
+    os.replace(record, archived)
+    return archived
+
+
 def arm(run_dir: str | Path, comm, stall_timeout: float | str) -> Watchdog | _Off:
-    """The started watchdog of this rank of ``comm`` (a do-nothing one when it is off)."""
+    """The started watchdog of this rank of ``comm`` (a do-nothing one when it is off).
+
+    Rank 0 first moves an earlier stall's record aside (:func:`archive_stall_record`):
+    every watchdog fires only after ``stall_timeout``, long after this.
+    """
+    if comm.Get_rank() == 0:
+        archive_stall_record(run_dir)
     timeout = stall_timeout_seconds(stall_timeout)
     if timeout is None or comm.Get_size() == 1:
         return _Off()

@@ -172,3 +172,27 @@ def test_a_bad_stall_timeout_is_one_message(text):
 
 def test_the_default_is_generous():
     assert load_config("default").run.stall_timeout == watchdog.DEFAULT_STALL_TIMEOUT == 600
+
+
+def test_a_resumed_run_moves_the_earlier_stall_record_aside(tmp_path):
+    # left in place, the earlier record would make a new stall look already reported:
+    # the job would end without its one message
+    assert watchdog.archive_stall_record(tmp_path) is None
+    (tmp_path / STALL_RECORD).write_text('{"n": 1}')
+    assert watchdog.archive_stall_record(tmp_path) == tmp_path / "stall-1.json"
+    (tmp_path / STALL_RECORD).write_text('{"n": 2}')
+    assert watchdog.archive_stall_record(tmp_path) == tmp_path / "stall-2.json"
+    assert not (tmp_path / STALL_RECORD).exists()
+    assert json.loads((tmp_path / "stall-1.json").read_text()) == {"n": 1}
+    job = Job(tmp_path, 3)  # and a new stall is reported again, once
+    job.start()
+    try:
+        for dog in job.dogs:
+            dog.progress(3)
+        time.sleep(3 * job.dogs[0].period)
+        job.freeze(1)
+        assert wait_for(lambda: len(job.aborts) == 2, 10 * TIMEOUT + 1)
+    finally:
+        job.stop()
+    (message,) = job.messages()
+    assert "agent 1" in message
