@@ -3,7 +3,7 @@
 Every task of a ``run`` checks its input before MPI starts (:mod:`mpi_privopt.prelaunch`),
 so that bad input makes every task exit 2 with one message. The check is the same on
 every task of a job, so the first task of the host to get here runs it and writes the
-*verdict*: the error message, or none and the notes task 0 prints. The other tasks
+*verdict*: the error message, or none and the lines the first task prints. The other tasks
 sleep until it is written and read it: the same exit, without each loading the config,
 the method, the checkpoint rules and the noise outlook again. The locking is the graph
 cache's (:func:`mpi_privopt.graph_cache._lock`: the first task holds the key's lock

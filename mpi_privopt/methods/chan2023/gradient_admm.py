@@ -42,7 +42,7 @@ class ElasticNetPenalty:
     """The public regulariser ``g(y) = c1 ||y||_1 + c2 ||y||_2^2`` (no factor 1/2).
 
     c2 > 0 makes g strongly convex (mu_g = 2 c2) and its y-minimiser unique
-    (the paper's footnote 3 asks for a canonical one).
+    (a footnote of the paper, the third, asks for a canonical one).
     """
 
     c1: float
