@@ -17,14 +17,17 @@ from .contract import ALGORITHMS, Algorithm, Registry, register
 FAMILIES = ("baselines", "gauthier2024", "gade2017", "chen2025", "chan2023")
 
 
-def _family_methods() -> dict[str, str]:
-    """``algorithm.name -> "package.module:Class"`` over every family."""
-    table = {}
+def _families():
+    """``(package name, its namespace)`` of every family, in :data:`FAMILIES` order."""
     for family in FAMILIES:
         package = f"{__name__}.{family}"
-        for name, where in importlib.import_module(package).METHODS.items():
-            table[name] = f"{package}.{where}"
-    return table
+        yield package, vars(importlib.import_module(package))
+
+
+def _family_methods() -> dict[str, str]:
+    """``algorithm.name -> "package.module:Class"`` over every family."""
+    return {name: f"{package}.{where}" for package, table in _families()
+            for name, where in table["METHODS"].items()}
 
 
 #: ``algorithm.name -> "package.module:Class"`` of every method shipped in the package (a
@@ -41,20 +44,16 @@ def attack_on(name: str):
     The family's attack is application code (it runs the engine); it is found here by
     name, so the core's ``audit`` command imports no family.
     """
-    for family in FAMILIES:
-        package = importlib.import_module(f"{__name__}.{family}")
-        table = vars(package)
+    for package, table in _families():
         if name in table.get("ATTACKED", ()):
             module, _, attr = table["ATTACK"].partition(":")
-            return vars(importlib.import_module(f"{package.__name__}.{module}"))[attr]
+            return vars(importlib.import_module(f"{package}.{module}"))[attr]
     return None
 
 
 def attacked_methods() -> tuple[str, ...]:
     """Every method some family can attack (:func:`attack_on`)."""
-    return tuple(name for family in FAMILIES
-                 for name in vars(importlib.import_module(f"{__name__}.{family}")).get(
-                     "ATTACKED", ()))
+    return tuple(name for _, table in _families() for name in table.get("ATTACKED", ()))
 
 
 __all__ = ["ALGORITHMS", "FAMILIES", "PACKAGED", "Algorithm", "Registry", "attack_on",

@@ -67,6 +67,17 @@ def _sampled(params):
         params.batch_exponent)
 
 
+def _framework_budgets(cls, params, agent: int, n_agents: int) -> dict:
+    """Both frameworks' ``block_budgets``: the noisy blocks' rules (``cls.block_rule``)."""
+    return _noisy_blocks(params, cls.block_rule(params))[0]
+
+
+def _after_the_last_message(cls, n: int) -> int:
+    """Both frameworks' ``released_after``: Algorithm 1's framework sends t = 0..n, the
+    t = n message at the end."""
+    return n + 1
+
+
 def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
     if len(blocks) < len(BLOCKS):
         return {"guarantee": NO_NOISE}
@@ -126,18 +137,15 @@ class PDOPAggregative(Algorithm):
     blocks = BLOCKS
     planned_events = planned_framework_events
 
-    @classmethod
-    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
-        return _noisy_blocks(params, _geometric(params))[0]
-
-    @classmethod
-    def released_after(cls, n: int) -> int:
-        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
+    #: block b's release rule
+    block_rule = staticmethod(_geometric)
+    block_budgets = classmethod(_framework_budgets)
+    released_after = classmethod(_after_the_last_message)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, _geometric(params))
+        self.budgets, self.clear = _noisy_blocks(params, self.block_rule(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -195,18 +203,15 @@ class TVSAggregative(Algorithm):
     blocks = BLOCKS
     planned_events = planned_framework_events
 
-    @classmethod
-    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
-        return _noisy_blocks(params, _sampled(params))[0]
-
-    @classmethod
-    def released_after(cls, n: int) -> int:
-        return n + 1  # Algorithm 1's framework: t = 0..n, the t = n message at the end
+    #: block b's release rule
+    block_rule = staticmethod(_sampled)
+    block_budgets = classmethod(_framework_budgets)
+    released_after = classmethod(_after_the_last_message)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, _sampled(params))
+        self.budgets, self.clear = _noisy_blocks(params, self.block_rule(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1

@@ -72,6 +72,12 @@ class GTParams(TrackerKeys):
     v_alpha: float = 0.5
 
 
+def tracker_block_budgets(cls, params, agent: int, n_agents: int) -> dict:
+    """The ``block_budgets`` hook of the tracker methods ([36], [6]): the noisy blocks'
+    rules of :func:`tracking_budgets`."""
+    return tracking_budgets(params, agent, n_agents)[0]
+
+
 def tracking_budgets(params, agent: int, n_agents: int) -> tuple[dict[str, BlockBudget], list[str]]:
     """The y and z blocks' release rules (constant sensitivity from t = 0, Algorithm 1's
     noise schedules) and the blocks sent in the clear (sigma 0)."""
@@ -195,9 +201,7 @@ class AggregativeGT(Algorithm):
     planned_events = planned_tracker_events
     blocks = ("y", "z")  # one message per iteration (released_after: the default)
 
-    @classmethod
-    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
-        return tracking_budgets(params, agent, n_agents)[0]
+    block_budgets = classmethod(tracker_block_budgets)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .aggregative_gt import (TrackerKeys, TrackerPair, planned_tracker_events,
-                             tracking_budgets, tracking_direction, tracking_report)
+                             tracker_block_budgets, tracking_direction, tracking_report)
 from .aggregative_parts import project_box
 from ..contract import Algorithm
 from .ldp_aggregative import PRESETS
@@ -63,9 +63,7 @@ class AggregativePAT(Algorithm):
     planned_events = planned_tracker_events
     blocks = ("y", "z")  # one message per iteration (released_after: the default)
 
-    @classmethod
-    def block_budgets(cls, params, agent: int, n_agents: int) -> dict:
-        return tracking_budgets(params, agent, n_agents)[0]
+    block_budgets = classmethod(tracker_block_budgets)
 
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)

@@ -8,13 +8,28 @@ step functions. The harness checks that ``clean(0)`` is the value really release
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ...audit.canary import Clean
 from ..baselines.admm import linearised_primal
 from ..steps import step_size
 
-__all__ = ["exact_admm", "linearised_admm", "subgradient"]
+if TYPE_CHECKING:  # the audit package loads its statistics: only when a run is audited
+    from ...audit.canary import Clean
+
+__all__ = ["exact_admm", "linearised_admm", "mechanism_audit", "subgradient"]
+
+
+def mechanism_audit(clean_for: Callable[[object, int], Clean], affine: bool = False):
+    """The ``audit`` hook of a method audited through its mechanism, with the
+    counterfactual ``clean_for`` (below); ``affine``: its clean value is affine in the
+    canary term, so the one-run audit applies too."""
+    def audit(cls):
+        from ...audit.method_audit import MechanismAudit
+        return MechanismAudit(clean_for, affine=affine)
+    return classmethod(audit)
 
 
 def linearised_admm(algorithm, n: int) -> Clean:

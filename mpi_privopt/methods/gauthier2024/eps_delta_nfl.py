@@ -13,6 +13,7 @@ from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
                         run_budget,
                         validate_budget, validate_noise_params)
+from .audit import linearised_admm, mechanism_audit
 from .zcdp_nfl import linearised_release_sensitivity, private_linearised_step
 
 MECHANISMS = ("classical", "analytic")
@@ -134,13 +135,8 @@ class EpsDeltaNFL(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
-    @classmethod
-    def audit(cls):
-        """The trial audit through this method's mechanism, with its counterfactual
-        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
-        from .audit import linearised_admm
-        from ...audit.method_audit import MechanismAudit
-        return MechanismAudit(linearised_admm, affine=True)
+    #: the trial audit through its mechanism (methods/gauthier2024/audit.py)
+    audit = mechanism_audit(linearised_admm, affine=True)
 
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "schedule")

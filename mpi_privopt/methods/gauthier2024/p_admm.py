@@ -13,6 +13,7 @@ from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
                         validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
+from .audit import exact_admm, mechanism_audit
 
 #: Newton iterations a local solve may take before it stops where it is (see
 #: :meth:`PADMM.local_minimiser`); every solve stopped there is counted and reported.
@@ -198,13 +199,8 @@ class PADMM(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
-    @classmethod
-    def audit(cls):
-        """The trial audit through this method's mechanism, with its counterfactual
-        (methods/gauthier2024/audit.py)."""
-        from .audit import exact_admm
-        from ...audit.method_audit import MechanismAudit
-        return MechanismAudit(exact_admm)
+    #: the trial audit through its mechanism (methods/gauthier2024/audit.py)
+    audit = mechanism_audit(exact_admm)
 
     def report(self) -> dict:
         out = self.release.report(self.name, self.agent.id, "phi^(1)")

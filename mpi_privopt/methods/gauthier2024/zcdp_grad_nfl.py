@@ -10,6 +10,7 @@ from ..perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, Z
                         validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
 from ..steps import step_size
+from .audit import mechanism_audit, subgradient
 
 
 class ZCDPGradNFL(Algorithm):
@@ -99,13 +100,8 @@ class ZCDPGradNFL(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
-    @classmethod
-    def audit(cls):
-        """The trial audit through this method's mechanism, with its counterfactual
-        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
-        from .audit import subgradient
-        from ...audit.method_audit import MechanismAudit
-        return MechanismAudit(subgradient, affine=True)
+    #: the trial audit through its mechanism (methods/gauthier2024/audit.py)
+    audit = mechanism_audit(subgradient, affine=True)
 
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "phi^(1)")

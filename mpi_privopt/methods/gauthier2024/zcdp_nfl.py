@@ -16,6 +16,7 @@ from ..perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, Z
                         validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
 from ..steps import step_size
+from .audit import linearised_admm, mechanism_audit
 
 
 def zcdp_nfl_sensitivity(c1: float, n_samples: int, rho: float, degree: int, eta: float) -> float:
@@ -124,13 +125,8 @@ class ZCDPNFL(Algorithm):
     def estimate(self) -> np.ndarray:
         return self.w
 
-    @classmethod
-    def audit(cls):
-        """The trial audit through this method's mechanism, with its counterfactual
-        (methods/gauthier2024/audit.py), affine in the canary term (the one-run audit applies)."""
-        from .audit import linearised_admm
-        from ...audit.method_audit import MechanismAudit
-        return MechanismAudit(linearised_admm, affine=True)
+    #: the trial audit through its mechanism (methods/gauthier2024/audit.py)
+    audit = mechanism_audit(linearised_admm, affine=True)
 
     def report(self) -> dict:
         return self.release.report(self.name, self.agent.id, "phi^(1)")
