@@ -155,9 +155,11 @@ def test_a_rank_killed_while_writing_a_checkpoint_keeps_the_previous_one(tmp_pat
     assert latest_iteration(out) == at - EVERY  # the new one was never complete
     resume(out)
     assert_same_run(out, reference(method))
-    # the killed writer's partial file is gone with the superseded checkpoints
-    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == [
-        "latest.json", *(f"rank-{k}-iter-{T}.ckpt" for k in range(RANKS))]
+    # the killed writer's partial file is gone with the superseded checkpoints; the last
+    # two complete ones stay (a damaged latest falls back to the previous)
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == sorted([
+        "latest.json", "previous.json",
+        *(f"rank-{k}-iter-{n}.ckpt" for k in range(RANKS) for n in (T - T % EVERY, T))])
 
 
 @pytest.mark.parametrize("method, at", [("zcdp-nfl", 9), ("rss-lb", 17), ("dgd", 4)])
