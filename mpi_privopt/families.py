@@ -8,6 +8,9 @@ strings, its one registration (docs/architecture.md, "Method families"):
 ``AGGREGATIVE_PROBLEMS``
     ``problem.name -> "module:builder"``, the aggregative problems that are the family's
     own (a builder ``builder(options, rank, n_agents, seed) -> AggregativeObjective``).
+``POLYNOMIAL_PRESETS``
+    ``problem.preset -> "module:function"``, the family's polynomial objectives (a function
+    ``preset(seed, agent, features) -> Polynomial``).
 ``ATTACKED``, ``ATTACK``
     the non-private methods its attack runs on, and ``"module:run_attack"``.
 
