@@ -83,6 +83,7 @@ class LazyTable(MutableMapping):
         return self._objects[name]
 
     def __setitem__(self, name: str, obj: Any) -> None:
+        self._filled()  # the filled names come before any added at run time
         self._objects[name] = obj
         self._order[name] = None
 
