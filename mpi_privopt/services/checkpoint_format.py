@@ -116,6 +116,10 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
     if len(fields) != 4 or fields[0] != MAGIC:
         if not data:
             raise missing_file(path, "is empty")
+        if end < 0 and len(data) < _FIRST_LINE_MAX and (
+                data.startswith(MAGIC) or MAGIC.startswith(data)):
+            raise missing_file(path, f"is short: {len(data)} bytes, cut inside its first "
+                                     "line")
         raise _damaged(path, "it does not begin as a checkpoint file of mpi_privopt does")
     if fields[1] != str(FORMAT).encode():
         if fields[1].isdigit():
@@ -132,12 +136,6 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
                                  f"{length + end + 1} written")
     if len(body) > length or _sha256(body) != fields[3].decode("ascii", "replace"):
         raise _damaged(path, "its content does not match its checksum (SHA-256)")
-    if digest is not None and fields[3].decode() != digest:
-        raise CheckpointDamaged(
-            f"the checkpoint file {path} is not the one this checkpoint recorded (its "
-            "SHA-256 differs from the one in latest.json): it was replaced by another "
-            "checkpoint file", "restore the file the run wrote, from a copy of the run "
-            "directory, or start a new run")
     header_end = body.find(b"\n")
     try:
         identity = json.loads(body[:header_end])
@@ -155,6 +153,12 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
             "put each file back under its own name (rank-K-iter-N.ckpt holds agent K's "
             "state at iteration N of this run; files may not be renamed, swapped or "
             "copied from another run), or restore the run directory from a copy")
+    if digest is not None and fields[3].decode() != digest:
+        raise CheckpointDamaged(
+            f"the checkpoint file {path} is not the one this checkpoint recorded (its "
+            "SHA-256 differs from the one recorded when the checkpoint was written): it "
+            "was replaced by another file of the same name", "restore the file the run "
+            "wrote, from a copy of the run directory, or start a new run")
     return body[header_end + 1:]
 
 

@@ -51,6 +51,9 @@ def test_a_short_or_missing_file_names_its_causes_in_order(tmp_path):
             as short:
         decode_rank_file(tmp_path / "f", data[:-3], WHO, digest)
     fix = short.value.fix
+    with pytest.raises(CheckpointDamaged, match=r"is short: 30 bytes, cut inside its first "
+                                                "line"):
+        decode_rank_file(tmp_path / "f", data[:30], WHO, digest)
     assert fix.index("the write was interrupted") < fix.index("not on a filesystem every "
                                                               "host shares")
     with pytest.raises(CheckpointDamaged, match="is missing") as missing:
@@ -67,7 +70,7 @@ def test_another_ranks_or_runs_file_is_refused_by_its_header(tmp_path):
         decode_rank_file(tmp_path / "f", data, {**WHO, "rank": 2})
     with pytest.raises(CheckpointDamaged, match=r"run 'abc' \(expected 'xyz'\)"):
         decode_rank_file(tmp_path / "f", data, {**WHO, "run": "xyz"})
-    other, _ = encode_rank_file(WHO, b"another payload")
+    other, _ = encode_rank_file(WHO, b"another payload")  # right header, other content
     with pytest.raises(CheckpointDamaged, match="not the one this checkpoint recorded"):
         decode_rank_file(tmp_path / "f", other, WHO, digest)
 
