@@ -261,6 +261,8 @@ def _raw(source: bytes) -> bytes:
     (_raw(b"cposix\nsystem\n(S'true'\ntR."), "posix.system"),
     (_raw(b"cbuiltins\neval\n(S'1'\ntR."), "builtins.eval"),
     (_raw(b"cmpi_privopt.cli\nmain\n(tR."), "mpi_privopt.cli.main"),
+    # importing a __main__ runs its command: never imported
+    (_raw(b"cmpi_privopt.methods.gade2017.reproduce.__main__\nmain\n."), "__main__.main"),
     # a package class may be made, but not called (its __init__ could act)
     (_raw(b"cmpi_privopt.results\nRunDirectory\n(S'/tmp/x'\ntR."), "calls RunDirectory"),
     (_raw(b"(S'/tmp/x'\nimpi_privopt.results\nRunDirectory\n."), "opcode that calls"),
