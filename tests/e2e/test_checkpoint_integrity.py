@@ -11,7 +11,8 @@ Cases: 30 single-bit flips at seeded random positions of one rank's latest file 
 checked in process: refused before a byte is unpickled, with the previous checkpoint
 intact; three of them, one in each part of the file, are resumed under mpiexec), two
 ranks' files swapped, ``latest.json`` cut short, both checkpoints unusable, a rank's file
-missing, an edited ``graph.edgelist``.
+missing, an edited ``graph.edgelist``, a rank's state replaced by a pickle that would run
+a command (its checksums rewritten to match).
 """
 from __future__ import annotations
 
@@ -182,6 +183,26 @@ def test_a_missing_rank_file_names_its_likely_causes(runs, copy):
                              f"{_rank_file(copy, 3, PREVIOUS)} is short")
     assert message.index("the write was interrupted") < message.index(
         "not on a filesystem every host shares")
+
+
+def test_a_crafted_state_with_a_valid_header_runs_nothing(runs, copy, tmp_path):
+    # a forger who rewrites the checksums too: the state is still loaded through the
+    # allow-list, on one rank, and the job ends with one message (no rank hangs)
+    from mpi_privopt.services.checkpoint_format import encode_rank_file
+    marker = tmp_path / "ran"
+    info = checkpoint_files.latest(copy)
+    target = _rank_file(copy, 2)
+    record = checkpoint_files.read_record(target, info, 2)
+    crafted = b"cposix\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR."
+    data, digest = encode_rank_file(checkpoint_files.identity(info, 2),
+                                    checkpoint_files.pickle_record(record["meta"], crafted))
+    target.write_bytes(data)
+    info["files"][2] = digest
+    checkpoint_files.write_pointer(copy / "checkpoint" / "latest.json", info)
+    assert_refused(_launch("--resume", str(copy)),
+                   f"agent 2's checkpoint file {target} is refused: the state names "
+                   "posix.system, which a checkpoint may not hold")
+    assert not marker.exists()
 
 
 def test_an_edited_edge_list_is_refused(runs, copy):
