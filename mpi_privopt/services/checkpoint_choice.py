@@ -29,8 +29,8 @@ import hashlib
 from pathlib import Path
 
 from ..errors import ConfigError
-from .checkpoint_files import (LATEST, PREVIOUS, CheckpointDamaged, pointers, read_record,
-                               state_path)
+from .checkpoint_files import (LATEST, CheckpointDamaged, checkpoint_dir, pointers,
+                               read_record, state_path)
 
 __all__ = ["choose", "edgelist_sha256", "fallback_text", "usable_pointer"]
 
@@ -135,9 +135,20 @@ def choose(comm, run_dir: str | Path, rank: int) -> tuple[dict, dict, str | None
         raise err
     if not problems:
         return info, record, None
+    if later is None:  # latest.json itself unusable: how far its files went, by their names
+        later = _last_saved(run_dir, info["iteration"])
     if info.get("noise") == "secure":
         err = _refuse_secure(problems[0], info, later)
         err.collective = True
         raise err
-    assert path.name == PREVIOUS
     return info, record, fallback_text(problems[0].what, info, later)
+
+
+def _last_saved(run_dir: str | Path, after: int) -> int | None:
+    """The largest iteration after ``after`` a rank file is named for (None if none)."""
+    found = []
+    for path in checkpoint_dir(run_dir).glob("rank-*-iter-*.ckpt"):
+        number = path.stem.rsplit("-", 1)[-1]
+        if number.isdigit() and int(number) > after:
+            found.append(int(number))
+    return max(found, default=None)

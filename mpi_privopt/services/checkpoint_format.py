@@ -120,7 +120,7 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
                 data.startswith(MAGIC) or MAGIC.startswith(data)):
             raise missing_file(path, f"is short: {len(data)} bytes, cut inside its first "
                                      "line")
-        raise _damaged(path, "it does not begin as a checkpoint file of mpi_privopt does")
+        raise _damaged(path, "it does not begin with the first line of an mpi_privopt checkpoint")
     if fields[1] != str(FORMAT).encode():
         if fields[1].isdigit():
             raise CheckpointDamaged(
@@ -130,11 +130,11 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
     body = data[end + 1:]
     if not fields[2].isdigit():
         raise _damaged(path, "its length field is not a number")
-    length = int(fields[2])
-    if len(body) < length:
+    length, matches = int(fields[2]), _sha256(body) == fields[3].decode("ascii", "replace")
+    if len(body) < length and not matches:  # (a whole body with a wrong length: damaged)
         raise missing_file(path, f"is short: {len(body) + end + 1} bytes of the "
                                  f"{length + end + 1} written")
-    if len(body) > length or _sha256(body) != fields[3].decode("ascii", "replace"):
+    if len(body) != length or not matches:
         raise _damaged(path, "its content does not match its checksum (SHA-256)")
     header_end = body.find(b"\n")
     try:

@@ -163,7 +163,11 @@ def test_a_damaged_latest_json_falls_back_too(tmp_path, damage):
         latest.unlink()
     info, _record, warning = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
     assert info["iteration"] == 4 and "latest.json" in warning
-    assert "the iterations after 4 are run again" in warning.lower()
+    # how far the lost checkpoint went, from its files' names
+    assert "Iterations 5 to 8 are run again" in warning
+    checkpoint_files.state_path(tmp_path, 0, 8).unlink()
+    warning = checkpoint_choice.choose(_OneRank(), tmp_path, 0)[2]
+    assert "The iterations after 4 are run again" in warning
 
 
 def test_a_secure_run_does_not_fall_back(tmp_path):
