@@ -7,7 +7,7 @@ through an allow-list (:class:`StateUnpickler`): a file may name only
 * numpy's arrays, scalars and dtypes, its ``Generator``, ``SeedSequence`` and bit
   generators (the functions numpy pickles them with: :data:`NUMPY_GLOBALS`);
 * builtins' containers and values (``slice``, ``set``, ``frozenset``, ``bytearray``,
-  ``complex``) and ``collections``' ``OrderedDict``, ``deque``, ``defaultdict``;
+  ``complex``) and ``collections``' ``OrderedDict`` and ``deque``;
 * the classes the package defines (``mpi_privopt.*``) and those of the modules the run's
   config names (``problem.module``, ``algorithm.module``: mpi_privopt/user_modules.py),
   as classes only: a function or an object such a module imports is refused, and so is a
@@ -17,8 +17,10 @@ through an allow-list (:class:`StateUnpickler`): a file may name only
   its class defines, never a ``__dunder__`` name).
 
 and only numpy's and builtins' callables may be *called* while loading (pickle's
-``REDUCE``): an allowed class is made without calling it (``cls.__new__``) and its saved
-attributes are put back (``__setstate__`` or its ``__dict__``). The old opcodes that call
+``REDUCE``), never with a callable argument but numpy's bit generator classes (numpy's
+``Generator`` constructor calls its second argument): an allowed class is made without
+calling it (``cls.__new__``) and its saved attributes are put back (``__setstate__`` or
+its ``__dict__``; never a ``__dunder__`` attribute, which could change its class). The old opcodes that call
 a class (``INST``, ``OBJ``) are refused, and so is a persistent id that is not one of the
 objects a resume supplies. The Python unpickler does this (its opcodes can be refused one
 by one): about 30 times slower than C's, 63 ms for a rank of a 2000-iteration zcdp-nfl run
@@ -72,7 +74,6 @@ BUILTIN_GLOBALS = frozenset({
     ("builtins", "slice"), ("builtins", "set"), ("builtins", "frozenset"),
     ("builtins", "bytearray"), ("builtins", "complex"), ("builtins", "getattr"),
     ("collections", "OrderedDict"), ("collections", "deque"),
-    ("collections", "defaultdict"),
 })
 _CALLABLE_GLOBALS = NUMPY_GLOBALS | BUILTIN_GLOBALS
 
@@ -197,22 +198,61 @@ class StateUnpickler(pickle._Unpickler):  # the Python one: its opcodes can be r
                                self._bound_method)
 
     def _load_reduce(self):
-        func = self.stack[-2]
+        func, args = self.stack[-2], self.stack[-1]
         # only numpy's and builtins' callables (and the bound-method getter) are called
         if func is not self._bound_method and id(func) not in _callable_ids():
             raise pickle.UnpicklingError(
                 f"the state calls {getattr(func, '__qualname__', type(func).__name__)} "
                 "while loading; only numpy's and builtins' constructors may be called")
+        # ... and never with a callable they would call in turn (numpy's Generator
+        # constructor calls its second argument), but numpy's bit generator classes
+        if func is not self._bound_method and any(
+                callable(arg) and id(arg) not in _bit_generator_ids() for arg in args):
+            raise pickle.UnpicklingError(
+                f"the state passes a callable to {getattr(func, '__qualname__', func)} "
+                "while loading; only numpy's bit generator classes may be passed")
         pickle._Unpickler.load_reduce(self)
+
+    def _load_build(self):
+        state = self.stack[-1]
+        parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+        # attributes only: a __dunder__ (__class__, __dict__) would change what the
+        # object is, or run a descriptor
+        if any(isinstance(part, dict) and any(not isinstance(key, str) or
+                                              key.startswith("__") for key in part)
+               for part in parts):
+            raise pickle.UnpicklingError("the state sets a __dunder__ attribute while "
+                                         "loading, which a checkpoint never writes")
+        pickle._Unpickler.load_build(self)
 
     def _refuse_call(self):
         raise pickle.UnpicklingError("the state uses an opcode that calls a class (INST, "
                                      "OBJ), which a checkpoint never writes")
 
     dispatch[pickle.REDUCE[0]] = _load_reduce
+    dispatch[pickle.BUILD[0]] = _load_build
     for _code in _CALLING_OPCODES:
         dispatch[_code] = _refuse_call
     del _code
+
+
+#: numpy's classes a state may pass to numpy's constructors (bit generators)
+_BIT_GENERATORS = frozenset({
+    ("numpy.random._pcg64", "PCG64"), ("numpy.random._pcg64", "PCG64DXSM"),
+    ("numpy.random._mt19937", "MT19937"), ("numpy.random._philox", "Philox"),
+    ("numpy.random._sfc64", "SFC64"), ("numpy.random.bit_generator", "SeedSequence"),
+})
+
+
+@functools.cache
+def _bit_generator_ids() -> frozenset[int]:
+    found = []
+    for module, name in _BIT_GENERATORS:
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            pass
+    return frozenset(map(id, found))
 
 
 @functools.cache

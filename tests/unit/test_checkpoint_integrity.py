@@ -273,6 +273,13 @@ def _raw(source: bytes) -> bytes:
     (_raw(b"cbuiltins\ngetattr\n(cmpi_privopt.results\nRunDirectory\nS'__init__'\ntR."),
      "a method '__init__'"),
     (_raw(b"P0\n."), "unknown object"),
+    # numpy's Generator constructor calls its second argument: a package method here
+    (_raw(b"cnumpy.random._pickle\n__generator_ctor\n(S'x'\ncbuiltins\ngetattr\n"
+          b"(cmpi_privopt.results\nRunDirectory\n)\x81S'write_graph'\ntRtR."),
+     "passes a callable"),
+    # an object's class changed while its attributes are put back
+    (_raw(b"cmpi_privopt.results\nRunDirectory\n)\x81(dS'__class__'\nS'x'\nsb."),
+     "__dunder__ attribute"),
 ])
 def test_a_crafted_state_runs_nothing(crafted, refused):
     with pytest.raises(pickle.UnpicklingError, match=refused):
