@@ -195,15 +195,26 @@ def read_meta(path: str | Path, info: dict | None = None, rank: int = 0) -> dict
 def saved_ledgers(run_dir: str | Path) -> tuple[dict, list[dict]] | None:
     """The pointer of the newest usable checkpoint and every rank's metadata (ledger and
     traffic snapshots) at it; None when the run has none that can be read."""
-    for _path, info, _problem in pointers(run_dir):
+    for path, info, _problem in pointers(run_dir):
         if info is None:
-            continue
+            info = _format_1(path)  # a run written before the checks: read as it is
+            if info is None:
+                continue
         try:
             return info, [read_meta(state_path(run_dir, k, info["iteration"]), info, k)
                           for k in range(info["ranks"])]
         except CheckpointDamaged:
             continue
     return None
+
+
+def _format_1(path: Path) -> dict | None:
+    """A ``latest.json`` of format 1 (no checksum), for ``report`` only; else None."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("format") == 1 else None
 
 
 # -- writing ----------------------------------------------------------------------------------

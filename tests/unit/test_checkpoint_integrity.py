@@ -200,6 +200,19 @@ def test_report_reads_the_newest_checkpoint_that_checks(tmp_path):
     assert checkpoint_files.saved_ledgers(tmp_path) is None
 
 
+def test_report_still_reads_a_checkpoint_of_format_1(tmp_path):
+    # written before the checks: no header, no checksum; read as it is, never resumed
+    folder = checkpoint_files.checkpoint_dir(tmp_path)
+    folder.mkdir()
+    (folder / "latest.json").write_text('{"format": 1, "iteration": 3, "ranks": 1}')
+    checkpoint_files.state_path(tmp_path, 0, 3).write_bytes(
+        pickle.dumps({"meta": {"iteration": 3}, "state": b""}))
+    assert checkpoint_files.saved_ledgers(tmp_path) == (
+        {"format": 1, "iteration": 3, "ranks": 1}, [{"iteration": 3}])
+    with pytest.raises(CheckpointDamaged, match="has format 1, this version reads format 2"):
+        checkpoint_choice.usable_pointer(tmp_path)
+
+
 def test_an_edited_edge_list_in_the_run_directory_is_refused(tmp_path):
     cfg = load_config("dgd-ridge", ["run.iterations=10"])
     graph = build_graph(cfg, 4)
