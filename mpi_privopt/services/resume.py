@@ -172,10 +172,13 @@ def _unpickled(ctx: RunContext, info: dict, record: dict) -> dict:
                           "(docs/reliability.md, \"What a resume reads\"): resume only "
                           "checkpoints this version wrote, from a run directory you "
                           "trust") from None
-    except (EOFError, ValueError, TypeError, AttributeError, KeyError, IndexError) as err:
+    except Exception as err:  # noqa: BLE001 (the file checks: this code cannot read it)
         raise ConfigError(f"agent {ctx.rank}'s checkpoint file {path} cannot be loaded "
-                          f"({type(err).__name__}: {err}); its checksum matched, so it "
-                          "was written so", "start a new run") from None
+                          f"({type(err).__name__}: {err}); the file checks (its SHA-256 "
+                          "matches), so this version, or the modules the config names, "
+                          "cannot read the state it holds",
+                          "resume with the mpi_privopt version and modules that wrote it, "
+                          "or start a new run") from None
 
 
 def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None]:

@@ -25,7 +25,7 @@ import pytest
 
 from launch_util import needs_mpiexec, run_mpiexec
 from mpi_privopt.services import checkpoint_files
-from mpi_privopt.services.checkpoint_format import CheckpointDamaged
+from mpi_privopt.services.checkpoint_format import CheckpointDamaged, encode_rank_file
 
 pytestmark = needs_mpiexec
 
@@ -76,6 +76,20 @@ def _flip(path: Path, bit: int) -> None:
     data = bytearray(path.read_bytes())
     data[bit // 8] ^= 1 << (bit % 8)
     path.write_bytes(bytes(data))
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
+            if p.is_file() and p.name != ".mpi_privopt-claim"}
+
+
+def resume_refused(run_dir: Path, *phrases: str) -> str:
+    """The resume of ``run_dir`` exits 2 with one message naming ``phrases``, no
+    traceback, and leaves the directory as it was; the message."""
+    before = _files(run_dir)
+    message = assert_refused(_launch("--resume", str(run_dir)), *phrases)
+    assert _files(run_dir) == before
+    return message
 
 
 def assert_refused(done, *phrases: str) -> str:
@@ -155,7 +169,7 @@ def test_swapped_files_in_both_checkpoints_are_one_message(runs, copy):
         a_bytes = a.read_bytes()
         a.write_bytes(b.read_bytes())
         b.write_bytes(a_bytes)
-    assert_refused(_launch("--resume", str(copy)),
+    resume_refused(copy,
                    f"{_rank_file(copy, 0)} is not agent 0's checkpoint of iteration {LATEST}",
                    "its header says rank 1 (expected 0)",
                    "put each file back under its own name")
@@ -172,14 +186,13 @@ def test_both_pointers_damaged_is_one_message_before_mpi_starts(runs, copy):
     folder = copy / "checkpoint"
     (folder / "latest.json").write_bytes((folder / "latest.json").read_bytes()[:100])
     (folder / "previous.json").write_bytes(bytes(range(256)))  # scrambled: not UTF-8
-    assert_refused(_launch("--resume", str(copy)), "latest.json is damaged: it is not JSON")
+    resume_refused(copy, "latest.json is damaged: it is not JSON")
 
 
 def test_a_missing_rank_file_names_its_likely_causes(runs, copy):
     _rank_file(copy, 3).unlink()
     _rank_file(copy, 3, PREVIOUS).write_bytes(_rank_file(copy, 3, PREVIOUS).read_bytes()[:50])
-    message = assert_refused(_launch("--resume", str(copy)),
-                             f"{_rank_file(copy, 3)} is missing",
+    message = resume_refused(copy, f"{_rank_file(copy, 3)} is missing",
                              f"{_rank_file(copy, 3, PREVIOUS)} is short")
     assert message.index("the write was interrupted") < message.index(
         "not on a filesystem every host shares")
@@ -188,7 +201,6 @@ def test_a_missing_rank_file_names_its_likely_causes(runs, copy):
 def test_a_crafted_state_with_a_valid_header_runs_nothing(runs, copy, tmp_path):
     # a forger who rewrites the checksums too: the state is still loaded through the
     # allow-list, on one rank, and the job ends with one message (no rank hangs)
-    from mpi_privopt.services.checkpoint_format import encode_rank_file
     marker = tmp_path / "ran"
     info = checkpoint_files.latest(copy)
     target = _rank_file(copy, 2)
@@ -199,7 +211,7 @@ def test_a_crafted_state_with_a_valid_header_runs_nothing(runs, copy, tmp_path):
     target.write_bytes(data)
     info["files"][2] = digest
     checkpoint_files.write_pointer(copy / "checkpoint" / "latest.json", info)
-    assert_refused(_launch("--resume", str(copy)),
+    resume_refused(copy,
                    f"agent 2's checkpoint file {target} is refused: the state names "
                    "posix.system, which a checkpoint may not hold")
     assert not marker.exists()
@@ -208,5 +220,4 @@ def test_a_crafted_state_with_a_valid_header_runs_nothing(runs, copy, tmp_path):
 def test_an_edited_edge_list_is_refused(runs, copy):
     edges = copy / "graph.edgelist"
     edges.write_text(edges.read_text() + "0 3\n")
-    assert_refused(_launch("--resume", str(copy)), "graph.edgelist was changed after the "
-                                                   "run wrote it")
+    resume_refused(copy, "graph.edgelist was changed after the run wrote it")
