@@ -8,7 +8,8 @@ method's real ``_iterate`` once per trial with the record's clipped gradient rep
 ``b clip u`` (``b = +-1``: the replace-one canary) and the chain's noise stream replaced by
 the audit's. The holder after the target sees the released ``x~'`` directly (k = 0: no
 amplification), so each such release is a Gaussian mechanism of sensitivity
-``eta Delta`` and noise ``sigma``, which the ledger books for that link.
+``eta Delta / (1 + eta beta)`` (the method's ``sensitivity``) and noise ``sigma``, which the
+ledger books for that link.
 
 The clean values of the two worlds come from the method's own
 :func:`~mpi_privopt.methods.chan2023.gradient_admm.iteration`; the statistic, the noise tests and
@@ -136,7 +137,7 @@ class TokenTrials:
         canary = p.clip * self.u
         gradients = np.where(self.positive[:, None], canary, -canary)
         payload = self._released(original, c, i, token, gradients, self.noise)
-        booked = a.noise[0].effective_sensitivity(p.eta * a.delta_radius, n)
+        booked = a.sensitivity
         self.trials.add(payload, plus, minus, p.sigma, booked)
         if self.membership is not None:  # "in": the canary's gradient; "out": none
             gradients = self.membership.worlds(np.zeros(n), canary)
@@ -180,8 +181,7 @@ class TokenAudit(MethodAudit):
         harness = TokenTrials(agent, algorithm, u, run.worlds(1),
                               audit_noise(algorithm.noise[0], run.seed, run.target),
                               *run.own_membership(algorithm.noise[0], u))
-        booked = algorithm.noise[0].effective_sensitivity(
-            algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
+        booked = algorithm.sensitivity
         run.agree(lambda: run.check_trials(math.sqrt(uses) * booked / algorithm.params.sigma))
         harness.attach()
         return harness
