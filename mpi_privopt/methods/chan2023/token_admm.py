@@ -53,7 +53,7 @@ from ..contract import Algorithm
 from .gradient_admm import ElasticNetPenalty, iteration, x_sensitivity
 from .token_plan import TOKEN_SCHEDULES, TokenPlan, plan_chain
 
-__all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "replace_one_radius"]
+__all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "booked_local_rho", "replace_one_radius"]
 
 #: the note of a non-private token event
 UNBOUNDED_NOTE = "token-admm: sigma = 0 or no bound on Delta (set algorithm.clip or algorithm.domain)"
@@ -109,6 +109,14 @@ def _check_problem(name: str, cfg) -> None:
         raise ConfigError(
             f"[problem] clip = {cfg.problem.clip} is set, but {name!r} clips each record's "
             "gradient itself", "remove [problem] clip and set algorithm.clip")
+
+
+def booked_local_rho(eta: float, beta: float, radius: float, sigma: float) -> float:
+    """The zCDP token-admm books for one use of a record seen directly (k = 0):
+    ``(eta Delta / (1 + eta beta))^2 / (2 sigma^2)``
+    (:func:`~mpi_privopt.methods.chan2023.gradient_admm.x_sensitivity`; the paper's
+    Corollary 6.2 states ``(eta Delta)^2 / (2 sigma^2)``)."""
+    return x_sensitivity(eta, beta, radius) ** 2 / (2.0 * sigma ** 2)
 
 
 def replace_one_radius(params: TokenADMMParams, loss) -> float:
@@ -342,9 +350,8 @@ class TokenADMM(Algorithm):
 
     def report(self) -> dict:
         p = self.params
-        shift = x_sensitivity(p.eta, p.beta, self.delta_radius)
         local_rho = (math.inf if not self.private_events
-                     else shift ** 2 / (2.0 * p.sigma ** 2))
+                     else booked_local_rho(p.eta, p.beta, self.delta_radius, p.sigma))
         out = {"schedule": p.schedule, "chains": p.chains, "Delta": self.delta_radius,
                "local_rho": local_rho, "bound": booked_bound(self.constants),
                "exponent": p.exponent, "nu": self.constants.nu,
