@@ -96,6 +96,11 @@ def test_every_private_method_has_a_sensitivity_case():
     assert set(NOMINAL_SENSITIVITY) <= set(SENSITIVITY)
 
 
+def test_a_private_method_without_a_case_is_refused_with_what_to_add():
+    with pytest.raises(LookupError, match="add one to tests/mpi/contract_cases.py"):
+        sensitivity_case_for("a-new-private-method")
+
+
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("name", PRIVATE)
 def test_every_release_moves_by_at_most_its_booked_sensitivity(comm, out, name):
