@@ -17,6 +17,9 @@ from .errors import UserError
 #: seconds a rank whose error another rank reports waits for that rank's abort
 QUIET_WAIT_SECONDS = 10.0
 
+#: set to 1 to see an internal error's traceback (errors.InternalError) before its message
+TRACEBACK_ENV = "MPI_PRIVOPT_TRACEBACK"
+
 #: what launchers set to say how many tasks they started, and which one a process is
 #: (MPICH's hydra and PMI, Open MPI, PMIx, Slurm's srun)
 LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
@@ -107,7 +110,8 @@ def _world():
 def fail_user(err: UserError) -> NoReturn:
     """Print a user error once and exit non-zero on every rank without a hang.
 
-    The status is the error's ``status`` (3 for a diverged run), 2 for bad input.
+    The status is the error's ``status`` (3 for a diverged run, 1 for an internal error),
+    2 for bad input.
     """
     comm = _world()
     collective = getattr(err, "collective", False)
@@ -116,6 +120,9 @@ def fail_user(err: UserError) -> NoReturn:
         # only if that abort never comes.
         time.sleep(QUIET_WAIT_SECONDS)
     if not collective or comm.Get_rank() == 0:
+        detail = getattr(err, "detail", "")  # an InternalError's traceback, when asked for
+        if detail and os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            print(detail, file=sys.stderr, end="", flush=True)
         where = ("" if collective or getattr(err, "for_all", False) or comm.Get_size() == 1
                  else f"[agent {comm.Get_rank()}] ")
         print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)

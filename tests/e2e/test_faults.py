@@ -197,6 +197,23 @@ def test_sigkill_of_a_rank_ends_the_job_within_10_s(tmp_path):
     assert job.returncode != 0 and latest_iteration(out) == 5
 
 
+@pytest.mark.parametrize("call", [1, 2])  # the budget's calibration; the reference solve
+def test_a_bug_on_rank_0_inside_a_step_computed_once_ends_the_job_with_one_message(tmp_path,
+                                                                                   call):
+    """Rank 0 raises (not a user error) while the others wait for its result: the job
+    ends (the launch's timeout would catch a hang), status 1, one line, no traceback."""
+    out = tmp_path / "run"
+    proc = launch("default", "--set", "run.iterations=3", "--out", str(out),
+                  fault=f"raise@computed-once:0:{call}")
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode == 1, proc.stderr
+    assert len(errors) == 1 and errors[0].startswith(
+        f"mpi_privopt: error: internal error on agent 0: RuntimeError: a test's fault at "
+        f"computed-once (iteration {call}) (in fault, faults.py:"), proc.stderr
+    assert "Traceback" not in proc.stderr and "Abort(" not in proc.stderr, proc.stderr
+    assert not out.exists()  # refused during set-up: no empty run directory left
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB tmpfs (needs root and mount): a disk that can be filled."""
