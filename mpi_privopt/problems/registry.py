@@ -6,16 +6,18 @@
     The polynomial objectives of Gade & Vaidya (2017) (presets in
     :mod:`mpi_privopt.problems.consensus.polynomial_presets`).
 :data:`AGGREGATIVE_PROBLEMS`
-    The aggregative problems of Chen & Wang (2025), each a builder
-    ``builder(options, rank, n_agents, seed) -> AggregativeObjective``; a builder imports
-    its module when called, so naming the problems loads neither their data nor torch.
+    The aggregative problems, each a builder
+    ``builder(options, rank, n_agents, seed) -> AggregativeObjective``: those of the method
+    families (each family's ``AGGREGATIVE_PROBLEMS`` table, :mod:`mpi_privopt.families`)
+    and a user's own (``problem.module``). A builder's module is imported when the name is
+    first looked up, so naming the problems loads neither their data nor torch.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
+from mpi_privopt.families import family_table
+from mpi_privopt.lazy_table import LazyTable
 from mpi_privopt.problems.consensus.losses import LOSSES, Loss
 
 __all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS",
@@ -74,24 +76,9 @@ PROBLEMS: dict[str, ProblemSpec] = {
 POLYNOMIAL = "polynomial"
 
 
-def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
-               seed: int) -> AggregativeObjective:
-    from mpi_privopt.problems.aggregative.quadratic import build_quadratic
-    return build_quadratic(options, rank, n_agents, seed)
-
-
-def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
-                  seed: int) -> AggregativeObjective:
-    # imported when asked for: the image data sets and models are not needed otherwise
-    from mpi_privopt.problems.aggregative.personalised import build_personalised
-    return build_personalised(options, rank, n_agents, seed)
-
-
-#: the named aggregative problems (``[problem] name``), each a builder
-AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
-    "aggregative-quadratic": _quadratic,
-    "personalised": _personalised,  # Chen & Wang 2025, eq. (22): docs/datasets.md
-}
+#: the named aggregative problems (``[problem] name``), each a builder; the families'
+#: tables are read at first use (a family imports this module)
+AGGREGATIVE_PROBLEMS: LazyTable = LazyTable(fill=lambda: family_table("AGGREGATIVE_PROBLEMS"))
 
 
 #: the kinds of problem, each a method's ``problem_kind``
