@@ -19,7 +19,7 @@ import sys
 import traceback
 
 from .config import DEFAULT_EXPERIMENT
-from .entrypoint import fail_user, load_agreed_config
+from .entrypoint import fail_user, leave_together, load_agreed_config
 from .errors import UserError
 
 
@@ -61,7 +61,9 @@ def cmd_run(args) -> int:
                   f"{result.summary.diverged_at_iteration} (agents "
                   f"{', '.join(map(str, result.summary.diverged_agents))}); its results are "
                   f"in {result.run_dir}", file=sys.stderr, flush=True)
-        return 3
+        # every rank knows (the status above): leave together, so that `python -m
+        # mpi4py` does not make each rank call MPI_Abort on a non-zero exit
+        leave_together(3)
     return 0
 
 
