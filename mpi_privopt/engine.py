@@ -346,7 +346,7 @@ def _loop(s: Session, watch, services: list[RunService], first: int, iterations:
         try:
             algorithm.step(n)
             watch.progress(n)
-            divergence.check(algorithm.estimate, n)
+            divergence.check(algorithm.estimate, n, algorithm)
             if divergence.first is not None and not quiet:
                 # run.on_divergence = "record": the iterate overflows from here on, and
                 # each numpy operation would say so; the summary says it once (run()

@@ -85,7 +85,8 @@ _once_calls = 0
 def _failure(err: Exception, rank: int) -> tuple:
     """What the other ranks are told of the exception ``err`` raised on ``rank``."""
     if isinstance(err, UserError):
-        return type(err), err.what, err.fix, getattr(err, "detail", "")
+        return (type(err), err.what, err.fix,
+                err.detail if isinstance(err, InternalError) else "")
     frame = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
     where = (f" (in {frame.name}, {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
              if frame is not None else "")
