@@ -28,6 +28,8 @@ class LazyTable(MutableMapping):
     ----------
     lazy : dict, optional
         ``name -> "package.module:attribute"`` known in advance.
+    objects : dict, optional
+        ``name -> object`` of the entries already at hand.
     verify : callable, optional
         ``verify(name, obj, where)`` raises ``KeyError`` when ``obj`` imported from
         ``where`` is not what ``name`` should be (e.g. a class under another name).
@@ -37,23 +39,32 @@ class LazyTable(MutableMapping):
         import the module that holds it).
     """
 
-    def __init__(self, lazy: dict[str, str] | None = None,
+    def __init__(self, lazy: dict[str, str] | None = None, *,
+                 objects: dict[str, Any] | None = None,
                  verify: Callable[[str, Any, str], None] | None = None,
                  fill: Callable[[], dict[str, str]] | None = None) -> None:
-        self._objects: dict[str, Any] = {}
+        self._objects: dict[str, Any] = dict(objects or {})
         self._lazy: dict[str, str] = dict(lazy or {})
+        # the names in the order they were first given (listing order does not depend on
+        # which entries happen to have been imported)
+        self._order: dict[str, None] = dict.fromkeys([*self._objects, *self._lazy])
         self._verify = verify
         self._fill = fill
 
     def _filled(self) -> dict[str, str]:
         if self._fill is not None:
             fill, self._fill = self._fill, None
-            self._lazy = {**fill(), **self._lazy}
+            self._add_lazy(fill())
         return self._lazy
+
+    def _add_lazy(self, entries: dict[str, str]) -> None:
+        self._lazy.update(entries)
+        self._order.update(dict.fromkeys(entries))
 
     def add_lazy(self, entries: dict[str, str]) -> None:
         """Name where each of these entries is: ``"package.module:attribute"``."""
-        self._filled().update(entries)
+        self._filled()
+        self._add_lazy(entries)
 
     def where(self, name: str) -> str | None:
         """``"package.module:attribute"`` of a named entry not yet imported, else None."""
@@ -72,23 +83,27 @@ class LazyTable(MutableMapping):
         return self._objects[name]
 
     def __setitem__(self, name: str, obj: Any) -> None:
-        self._filled()
+        self._filled()  # the filled names come before any added at run time
         self._objects[name] = obj
+        self._order[name] = None
 
     def __delitem__(self, name: str) -> None:
         if name not in self:
             raise KeyError(name)
         self._objects.pop(name, None)
         self._lazy.pop(name, None)
+        self._order.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
         return name in self._objects or name in self._filled()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._filled(), *self._objects]))
+        self._filled()
+        return iter(list(self._order))
 
     def __len__(self) -> int:
-        return len(set(self._filled()) | set(self._objects))
+        self._filled()
+        return len(self._order)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({sorted(self)})"

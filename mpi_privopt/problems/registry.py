@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mpi_privopt.families import family_table
@@ -43,6 +44,10 @@ class ProblemSpec:
         Default l2 coefficient (of ``||w||_2^2``, no factor 1/2).
     task : {"regression", "classification"}
         What the labels are.
+    synthetic : callable, optional
+        ``synthetic(cfg, agent, n_agents) -> (X, y)``: agent ``agent``'s records when
+        ``[problem] data`` is empty (a paper's own generator); None for the generic
+        synthetic data (:mod:`mpi_privopt.problems.datasets.synthetic`).
     """
 
     name: str
@@ -50,15 +55,22 @@ class ProblemSpec:
     l1: float | str
     l2: float
     task: str
+    synthetic: Callable[..., tuple] | None = None
 
 
 def _spec(name: str, loss: str, l1: float | str, l2: float) -> ProblemSpec:
     return ProblemSpec(name, LOSSES[loss], l1, l2, LOSSES[loss].task)
 
 
-PROBLEMS: dict[str, ProblemSpec] = {
-    s.name: s
-    for s in (
+def _is_spec_of(name: str, spec: object, where: str) -> None:
+    if not (isinstance(spec, ProblemSpec) and spec.name == name):
+        raise KeyError(f"{where} is not the ProblemSpec of problem {name!r}")
+
+
+#: the consensus problems: the core's own and the families' (each family's
+#: ``CONSENSUS_PROBLEMS`` table, read at first use: a family imports this module)
+PROBLEMS: LazyTable = LazyTable(
+    objects={s.name: s for s in (
         _spec("ridge", "squared", 0.0, 1.0),
         _spec("lasso", "squared", AUTO, 0.0),
         _spec("elastic-net", "squared", AUTO, 1.0),
@@ -66,11 +78,8 @@ PROBLEMS: dict[str, ProblemSpec] = {
         _spec("svm", "hinge", 0.0, 0.01),
         _spec("logistic", "logistic", 0.0, 0.01),
         _spec("huber", "huber", 0.0, 0.01),
-        # Chan, Xie & Zhao 2023's elastic net (c1 = 0.01, c2 = 0.1) on their generator's
-        # records (problems/consensus/records.py); samples = N records in all, split in blocks
-        _spec("singular", "squared", 0.01, 0.1),
-    )
-}
+    )},
+    verify=_is_spec_of, fill=lambda: family_table("CONSENSUS_PROBLEMS"))
 
 #: ``[problem] name`` of the polynomial objectives (Gade & Vaidya 2017)
 POLYNOMIAL = "polynomial"
