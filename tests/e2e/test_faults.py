@@ -214,6 +214,28 @@ def test_a_bug_on_rank_0_inside_a_step_computed_once_ends_the_job_with_one_messa
     assert not out.exists()  # refused during set-up: no empty run directory left
 
 
+@pytest.mark.skipif(is_open_mpi(), reason="MPICH's hydra: Ctrl-C reaches every rank")
+def test_ctrl_c_during_the_set_up_is_one_line_and_leaves_no_rank_waiting(tmp_path):
+    """SIGINT to the launcher's process group (a terminal's Ctrl-C) while rank 0 computes
+    a set-up step the others wait for: one line, no traceback from each rank (before: a
+    KeyboardInterrupt traceback per rank; one swallowed inside an import's callback left
+    that rank waiting for ever), no run directory left (the communicate's timeout would
+    catch a hang)."""
+    out, paused = tmp_path / "run", tmp_path / "paused"
+    job = subprocess.Popen(
+        mpiexec_command(RANKS, *_run_args("dgd-ridge", "--out", str(out))), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        env=child_env({"MPI_PRIVOPT_TEST_FAULT": f"pause@computed-once:0:1:{paused}"}))
+    wait_for(paused, job)
+    os.killpg(job.pid, signal.SIGINT)
+    _, stderr = job.communicate(timeout=TIMEOUT)
+    assert job.returncode != 0
+    lines = [line for line in stderr.splitlines() if not line.startswith("Abort(130)")]
+    assert lines == ["mpi_privopt: interrupted by SIGINT before the first iteration: nothing "
+                     "was run"], stderr
+    assert not out.exists()  # its claim released, the directory empty: removed
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB tmpfs (needs root and mount): a disk that can be filled."""
