@@ -37,9 +37,16 @@ import dataclasses
 from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields,
                                   fresh_batch)
 from .aggregative_parts import RobustTracking, planned_framework_events
+from .derived import refuse_derived
 from ..contract import Algorithm
 
 NO_NOISE = "noise off (sigma = 0): messages in the clear, loss unbounded"
+
+#: both frameworks refuse the derived accounting (docs/methods/chen2025.md, "Derived
+#: accounting")
+NO_DERIVED = refuse_derived(
+    "the paper states its sensitivity (C lam_v^t, or C lam_v^t / gamma_t for [51]) without a "
+    "proof, and no recursion is derived here for its schedules")
 
 #: the per-block noise and sensitivity keys both frameworks check for >= 0
 NOISE_KEYS = {f"{key}_{b}": "the noise std at t = 0 (0: none)" if key == "sigma" else
@@ -136,6 +143,7 @@ class PDOPAggregative(Algorithm):
     choices = {}
     blocks = BLOCKS
     planned_events = planned_framework_events
+    config_checks = (NO_DERIVED,)
 
     #: block b's release rule
     block_rule = staticmethod(_geometric)
@@ -202,6 +210,7 @@ class TVSAggregative(Algorithm):
     choices = {}
     blocks = BLOCKS
     planned_events = planned_framework_events
+    config_checks = (NO_DERIVED,)
 
     #: block b's release rule
     block_rule = staticmethod(_sampled)

@@ -27,10 +27,14 @@ its own clean state with the neighbours' noisy messages. Omega is the box
 [-box, box]^n (``box = inf``: no projection).
 
 Privacy: pure epsilon local DP (:mod:`mpi_privopt.methods.chen2025.ldp_budget`): each message is
-one packed Laplace event booked once per sender, with the sensitivities of eqs. (17),
-(19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of
-docs/methods/chen2025.md, "Nominal accounting"), 0 for the t = 0 message; the ledger then
-holds eq. (21) on every link. With
+one packed Laplace event booked once per sender, 0 for the t = 0 message; the ledger then
+holds eq. (21) on every link. Its sensitivities are, under ``privacy.accounting``:
+``derived`` (the default; :mod:`~mpi_privopt.methods.chen2025.derived`) the proof's
+recursion per agent and t with the problem's record bounds, the finite box and ztilde
+clipped to ``clip_z`` at the x-update (ytilde to the aggregate's range where the problem
+declares one); ``nominal`` those of eqs. (17), (19), (20) times the constants
+``sensitivity_x|y|z`` (1: docs/methods/chen2025.md, "Nominal accounting"), on the paper's
+algorithm without clips. With
 sig = 0 on a block (the noise-off ablation: all three) the messages are sent in the clear
 and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0). The
 schedule is public: ``planned_events`` gives the events of any iterations ahead, so a
@@ -56,6 +60,9 @@ from ...errors import ConfigError
 from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumption4,
                                   sensitivity_exponents)
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
+from .derived import (DERIVED, DerivedBlock, DerivedSensitivities, accounting_of,
+                      derived_constants)
+from ...problems.aggregative.objective import record_bounds
 from ..contract import Algorithm
 
 #: named settings of the schedules (docs/methods/chen2025.md, "Theorem 1 and Corollary 1")
@@ -94,6 +101,7 @@ class LDPAggregativeParams:
     sensitivity_y: float | list = 1.0
     sensitivity_z: float | list = 1.0
     box: float = 1e6
+    clip_z: float = 1.0
     constant_weight: float = 0.0
     samples: int = 1
     theory_case: str = "strongly-convex"
@@ -211,6 +219,33 @@ def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
     return [text for text, holds in conditions if not holds]
 
 
+def _check_derived(name: str, cfg) -> None:
+    """What the derived accounting needs of the configuration, before MPI starts
+    (docs/methods/chen2025.md, "Derived accounting")."""
+    if cfg.privacy.accounting != "derived":
+        return
+    params = cfg.algorithm.params
+    fix = ('or set privacy.accounting = "nominal" (its epsilon is then labelled nominal: not '
+           "a privacy guarantee)")
+    if not math.isfinite(params.box):
+        raise ConfigError(f"algorithm.box = {params.box} leaves Omega unbounded: the derived "
+                          "accounting needs a finite box", f"set algorithm.box finite, {fix}")
+    if not math.isfinite(params.clip_z):
+        raise ConfigError(f"algorithm.clip_z = {params.clip_z}: the derived accounting needs "
+                          "ztilde clipped to a finite radius (the paper's d_z)",
+                          f"set algorithm.clip_z finite, {fix}")
+    stated = [f"sensitivity_{b}" for b in BLOCKS
+              if np.any(np.asarray(getattr(params, f"sensitivity_{b}"), dtype=float) != 1.0)]
+    if stated:
+        raise ConfigError(f"algorithm.{', algorithm.'.join(stated)} set: the stated constants "
+                          "belong to the nominal accounting, and the derived one computes its "
+                          "own", f"remove them, {fix}")
+    if params.lam_z0 > 1:
+        raise ConfigError(f"algorithm.lam_z0 = {params.lam_z0} > 1: the proof's recursion "
+                          "covers the ztilde clip through d_z / lam_z only when lam_z^0 <= 1",
+                          f"set algorithm.lam_z0 <= 1, {fix}")
+
+
 def _check_params(name: str, params: LDPAggregativeParams) -> None:
     if params.preset not in PRESETS:
         raise ConfigError(f"algorithm.preset = {params.preset!r} is unknown for {name!r}",
@@ -235,9 +270,10 @@ class LDPAggregative(Algorithm):
     #: the summary's headline is pure epsilon (delta = 0), from privacy.json's pure matrix
     pure_headline = True
     Params = LDPAggregativeParams
-    positive = ("lam_x0", "lam_y0", "lam_z0", "box", "samples", "delta")
+    positive = ("lam_x0", "lam_y0", "lam_z0", "box", "clip_z", "samples", "delta")
     choices = {}
     param_checks = (_check_params,)
+    config_checks = (_check_derived,)
     planned_events = planned_framework_events
     blocks = BLOCKS
 
@@ -269,9 +305,37 @@ class LDPAggregative(Algorithm):
                     f"guarantee convergence: {'; '.join(failures)} (with v = ({v['x']:g}, "
                     f"{v['y']:g}, {v['z']:g}) and min_i vs = ({vs[2]:g}, {vs[0]:g}, "
                     f"{vs[1]:g}) for x, y, z); the run goes on", stacklevel=2)
-        self.budgets = self.schedules.block_budgets(me)
+        #: "derived" (proven bounds, the default) or "nominal" (the paper's constants)
+        self.accounting = accounting_of(agent)
+        if self.accounting == "derived":
+            self.budgets = self._derived_budgets(agent, params)
+        else:
+            self.budgets = self.schedules.block_budgets(me)
         #: blocks sent in the clear (sig = 0): the message is then non-private
         self.clear = [b for i, b in enumerate(BLOCKS) if self.schedules.sigma[me, i] == 0]
+
+    def _derived_budgets(self, agent, params) -> dict:
+        """The derived accounting (docs/methods/chen2025.md, "Derived accounting"): the
+        problem's record bounds on the box, the ztilde (and ytilde) clip enforced on the
+        update, and Delta_v^t from the proof's recursion for this agent."""
+        bounds = record_bounds(self.problem, params.box)
+        if bounds is None:
+            raise ConfigError(
+                f"problem {type(self.problem).__name__} declares no record bounds, so no "
+                "sensitivity can be derived for ldp-aggregative",
+                'use a problem with bounds (aggregative-quadratic, or personalised with '
+                'model = "softmax"), or set privacy.accounting = "nominal" (its epsilon is '
+                "then labelled nominal: not a privacy guarantee)")
+        core, me = self.core, agent.id
+        core.clip_z, core.y_range = params.clip_z, bounds.y_range
+        self.record_domain = bounds.domain
+        constants = derived_constants(bounds, params.clip_z, core.self_weight,
+                                      core.layout.sizes[me], core.layout.r)
+        source = DerivedSensitivities(constants, self.schedules.lam0, self.schedules.v,
+                                      agent.iterations + 2)
+        return {v: DerivedBlock(source, v, float(self.schedules.sigma[me, b]),
+                                float(self.schedules.vs[me, b]))
+                for b, v in enumerate(BLOCKS) if self.schedules.sigma[me, b] > 0}
 
     def step(self, n: int) -> None:
         t, core = n - 1, self.core
@@ -297,6 +361,18 @@ class LDPAggregative(Algorithm):
         K = self.agent.n_agents
         if self.clear:
             return {"guarantee": "noise off (sigma = 0): messages in the clear, loss unbounded"}
+        if self.accounting == "derived":
+            # each agent's constants are its own (its data's bounds): rank 0 reports its
+            # own; privacy.json holds every agent's booked loss
+            epsilon = sum(b.partial_sum(T) for b in self.budgets.values())
+            guarantee = ("pure epsilon local DP (delta = 0), releases t = 0..T, the t = 0 "
+                         "release with sensitivity 0" if math.isfinite(epsilon) else
+                         "none: the derived sensitivity bound overflowed (infinite), so the "
+                         "releases after it are booked as non-private")
+            return {"guarantee": guarantee, "accounting": DERIVED,
+                    "record_domain": self.record_domain,
+                    "epsilon_eq21_T_agent0": epsilon if math.isfinite(epsilon)
+                    else "unbounded"}
         schedules = self.schedules
 
         def each(figure) -> list[float] | float:
