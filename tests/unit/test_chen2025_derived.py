@@ -15,8 +15,8 @@ from mpi_privopt.methods.chen2025.sensitivity import ProofConstants, recursion_b
 from mpi_privopt.privacy.conversions import zcdp_to_eps_standard, zcdp_to_eps_tight
 from mpi_privopt.privacy.costs import zcdp_rho
 from mpi_privopt.privacy.events import LaplaceEvent
-from mpi_privopt.problems.aggregative.personalised import softmax_record_bounds
-from mpi_privopt.problems.aggregative.quadratic import QuadraticAggregative, QuadraticOptions
+from mpi_privopt.methods.chen2025.problems.personalised import softmax_record_bounds
+from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticAggregative, QuadraticOptions
 from mpi_privopt.problems.models.classifiers import SoftmaxRegression, cross_entropies
 
 QUADRATIC = "ldp-aggregative-quadratic"
