@@ -261,6 +261,28 @@ def test_the_derived_ledger_books_the_recursion_of_every_agent(comm, shared_dir)
     assert result.summary.algorithm_report["accounting"].startswith("derived")
 
 
+def test_a_finite_budget_calibrates_each_agents_noise_to_its_derived_epsilon(comm,
+                                                                             shared_dir):
+    # privacy.epsilon = 10 under the derived accounting: each agent scales its sigmas by
+    # eps_i(T) / 10 (eq. (21) is linear in 1/sigma), so every agent's booked loss after
+    # the T + 1 messages is the budget, and the guard lets every message through
+    only_five(comm)
+    T = 30
+    _, result, _, algorithm = run_recorded(comm, f"{shared_dir}/calibrated",
+                                           ["privacy.epsilon=10"], T)
+    multiplier = algorithm.sigma_multiplier
+    assert multiplier > 1e3  # the packaged sigma = 0.01 is far too small for epsilon 10
+    block = algorithm.budgets["x"]
+    assert block.sigma == pytest.approx(0.01 * multiplier, rel=1e-12)
+    if comm.rank != 0:
+        return
+    report = json.loads((Path(shared_dir) / "calibrated" / "privacy.json").read_text())
+    for i in range(M):
+        spent = report["agents"][i]["all_observers"]["pure"]
+        assert 10 * (1 - 1e-8) <= spent <= 10, i
+    assert result.summary.algorithm_report["sigma_multiplier_agent0"] == multiplier
+
+
 def test_traffic_is_one_packed_buffer_per_neighbour_per_message(comm, shared_dir):
     only_five(comm)
     T = 40

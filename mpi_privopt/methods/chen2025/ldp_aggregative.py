@@ -307,6 +307,8 @@ class LDPAggregative(Algorithm):
                     f"{vs[1]:g}) for x, y, z); the run goes on", stacklevel=2)
         #: "derived" (proven bounds, the default) or "nominal" (the paper's constants)
         self.accounting = accounting_of(agent)
+        #: every sigma's factor, calibrated to a finite privacy.epsilon (derived only)
+        self.sigma_multiplier = 1.0
         if self.accounting == "derived":
             self.budgets = self._derived_budgets(agent, params)
         else:
@@ -333,9 +335,33 @@ class LDPAggregative(Algorithm):
                                       core.layout.sizes[me], core.layout.r)
         source = DerivedSensitivities(constants, self.schedules.lam0, self.schedules.v,
                                       agent.iterations + 2)
-        return {v: DerivedBlock(source, v, float(self.schedules.sigma[me, b]),
-                                float(self.schedules.vs[me, b]))
-                for b, v in enumerate(BLOCKS) if self.schedules.sigma[me, b] > 0}
+        budgets = {v: DerivedBlock(source, v, float(self.schedules.sigma[me, b]),
+                                   float(self.schedules.vs[me, b]))
+                   for b, v in enumerate(BLOCKS) if self.schedules.sigma[me, b] > 0}
+        budget = math.inf if agent.privacy is None else agent.privacy.epsilon
+        if math.isfinite(budget) and len(budgets) == len(BLOCKS):
+            budgets = self._calibrated(budgets, budget, agent.iterations)
+        return budgets
+
+    def _calibrated(self, budgets: dict, budget: float, T: int) -> dict:
+        """Every sigma times the multiplier k that makes this agent's derived epsilon after
+        the releases t = 0..T equal ``privacy.epsilon`` (eq. (21) is linear in 1/sigma, so
+        k = eps(T) / budget), less a 1e-9 margin for the ledger's own rounding
+        (docs/methods/chen2025.md, "Calibration")."""
+        spent = sum(b.partial_sum(T) for b in budgets.values())
+        if not math.isfinite(spent):
+            raise ConfigError(
+                f"privacy.epsilon = {budget:g}: agent {self.agent.id}'s derived sensitivity "
+                f"bound overflows within T = {T} releases, so no noise multiplier meets it",
+                "run fewer iterations, use smaller steps (lam_x0, lam_y0, lam_z0), or set "
+                "privacy.epsilon = inf")
+        self.sigma_multiplier = spent / (budget * (1.0 - 1e-9))
+        self.setup_note = (f"privacy.epsilon = {budget:g}: the derived accounting scales "
+                           f"every sigma by {self.sigma_multiplier:.4g} on agent "
+                           f"{self.agent.id} (each agent by its own), so its epsilon after "
+                           f"T = {T} iterations meets the budget")
+        return {v: dataclasses.replace(b, sigma=b.sigma * self.sigma_multiplier)
+                for v, b in budgets.items()}
 
     def step(self, n: int) -> None:
         t, core = n - 1, self.core
@@ -371,6 +397,7 @@ class LDPAggregative(Algorithm):
                          "releases after it are booked as non-private")
             return {"guarantee": guarantee, "accounting": DERIVED,
                     "record_domain": self.record_domain,
+                    "sigma_multiplier_agent0": self.sigma_multiplier,
                     "epsilon_eq21_T_agent0": epsilon if math.isfinite(epsilon)
                     else "unbounded"}
         schedules = self.schedules
