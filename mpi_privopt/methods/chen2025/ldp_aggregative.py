@@ -325,9 +325,10 @@ class LDPAggregative(Algorithm):
             raise ConfigError(
                 f"problem {type(self.problem).__name__} declares no record bounds, so no "
                 "sensitivity can be derived for ldp-aggregative",
-                'use a problem with bounds (aggregative-quadratic, or personalised with '
-                'model = "softmax"), or set privacy.accounting = "nominal" (its epsilon is '
-                "then labelled nominal: not a privacy guarantee)")
+                "give the problem a record_bounds(box) hook (docs/methods/chen2025.md, "
+                '"Derived accounting"), use one that has it (aggregative-quadratic, or '
+                'personalised with model = "softmax"), or set privacy.accounting = "nominal" '
+                "(its epsilon is then labelled nominal: not a privacy guarantee)")
         core, me = self.core, agent.id
         core.clip_z, core.y_range = params.clip_z, bounds.y_range
         self.record_domain = bounds.domain
