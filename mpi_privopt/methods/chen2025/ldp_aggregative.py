@@ -348,7 +348,7 @@ class LDPAggregative(Algorithm):
         """Every sigma times the multiplier k that makes this agent's derived epsilon after
         the releases t = 0..T equal ``privacy.epsilon`` (eq. (21) is linear in 1/sigma, so
         k = eps(T) / budget), less a 1e-9 margin for the ledger's own rounding
-        (docs/methods/chen2025.md, "Calibration")."""
+        (docs/methods/chen2025.md, "Derived accounting": calibration)."""
         spent = sum(b.partial_sum(T) for b in budgets.values())
         if not math.isfinite(spent):
             raise ConfigError(
