@@ -19,7 +19,7 @@ EXPERIMENTS = (
     "ldp-aggregative-quadratic", "ldp-aggregative-digits",
 )
 
-#: the Chen & Wang baselines' accounting
+#: the Chen & Wang baselines' accounting, as recorded
 NOMINAL = ("privacy.accounting=nominal",)
 
 #: registered algorithms no packaged experiment runs, and variants worth pinning
@@ -38,8 +38,8 @@ VARIANTS = {
                                       "algorithm.eta=0.1"]),
     "dgd-fused-box": ("dgd-ridge", ["algorithm.gradient_at=fused", "algorithm.box=1",
                                     "algorithm.init=uniform"]),
-    # the baselines have no derived accounting (docs/methods/chen2025.md, "Derived
-    # accounting"): they run with the nominal one, as recorded
+    # the baselines run with the nominal accounting, as recorded (the tracking ones have no
+    # other: docs/methods/chen2025.md, "Derived accounting")
     "aggregative-gt": ("ldp-aggregative-quadratic", ["algorithm.name=aggregative-gt",
                                                      "algorithm.constant_weight=0.3",
                                                      "algorithm.alpha0=0.5", *NOMINAL]),

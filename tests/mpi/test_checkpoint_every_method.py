@@ -47,8 +47,8 @@ def root():
 def _config(name: str):
     case = case_for(name)
     overrides = case.noisy if case.noisy is not None else case.noiseless
-    # the Chen & Wang baselines have only the nominal accounting (docs/methods/chen2025.md,
-    # "Derived accounting")
+    # the Chen & Wang baselines under the nominal accounting (the tracking ones have no
+    # other: docs/methods/chen2025.md, "Derived accounting")
     nominal = (["privacy.accounting=nominal"] if name in ("aggregative-gt", "aggregative-pat",
                                                          "pdop-aggregative", "tvs-aggregative")
                else [])

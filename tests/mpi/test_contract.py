@@ -123,8 +123,9 @@ class _Single:
         self.event = event
 
 
-#: the Chen & Wang baselines have only the nominal accounting (docs/methods/chen2025.md,
-#: "Derived accounting"): they refuse the default, derived one
+#: the Chen & Wang baselines run their release mechanics under the nominal accounting (the
+#: tracking ones have no other, docs/methods/chen2025.md, "Derived accounting"; the
+#: frameworks' derived bounds are checked by test_sensitivity.py)
 NOMINAL_ONLY = ("aggregative-gt", "aggregative-pat", "pdop-aggregative", "tvs-aggregative")
 
 

@@ -12,8 +12,8 @@ move something (else the check could not fail).
 Chen & Wang's methods under their nominal constants (C_v = 1) are not bounded: those cases
 are expected to fail (strict, so the day they book a bound the marker has to go), and the
 check runs them with covering constants (contract_cases.AGGREGATIVE_CONSTANTS), both under
-``privacy.accounting = "nominal"``; ldp-aggregative's default, derived sensitivities are
-checked as they are. Planted
+``privacy.accounting = "nominal"``; the default, derived sensitivities of ldp-aggregative,
+pdop-aggregative and tvs-aggregative are checked as they are. Planted
 bugs (this test process only): a halved booked sensitivity is caught for an iterate method
 and for token-admm.
 """
@@ -31,7 +31,7 @@ from mpi_privopt.methods import ALGORITHMS
 from mpi_privopt.methods.perturbed import IterateRelease
 
 sys.path.insert(0, str(Path(__file__).parent))
-from contract_cases import (BASE, LDP, NOMINAL_SENSITIVITY, SENSITIVITY,  # noqa: E402
+from contract_cases import (BASE, LDP, NOMINAL_SENSITIVITY, PDOP, SENSITIVITY, TVS,  # noqa: E402
                             SENSITIVITY_ITERATIONS, SensitivityCase, sensitivity_case_for)
 from sensitivity_probes import PROBES  # noqa: E402
 
@@ -123,10 +123,13 @@ def test_nominal_constants_are_a_bound(comm, out, name):
 
 
 @pytest.mark.mpi(min_size=2)
-def test_the_derived_sensitivities_are_a_bound(comm, out):
-    # ldp-aggregative as it runs by default: no stated constants, the proof's recursion
-    # with the problem's record bounds and the enforced clips
-    check(comm, out, "ldp-aggregative", SensitivityCase(LDP, "core"), derived=True)
+@pytest.mark.parametrize("name, case", [("ldp-aggregative", SensitivityCase(LDP, "core")),
+                                        ("pdop-aggregative", SensitivityCase(PDOP, "core")),
+                                        ("tvs-aggregative", SensitivityCase(TVS, "core-fresh"))])
+def test_the_derived_sensitivities_are_a_bound(comm, out, name, case):
+    # the methods as they run by default: no stated constants, the proof's recursion for
+    # each one's own schedule with the problem's record bounds and the enforced clips
+    check(comm, out, name, case, derived=True)
 
 
 # -- the check catches what it is for (planted in this test process only) ---------------------

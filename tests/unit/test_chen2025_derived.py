@@ -11,7 +11,8 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.methods.chen2025.derived import (DerivedBlock, DerivedSensitivities,
                                                   clip_l2, derived_constants)
 from mpi_privopt.methods.chen2025.ldp_aggregative import LDPAggregativeParams, resolve_schedules
-from mpi_privopt.methods.chen2025.sensitivity import ProofConstants, recursion_bounds
+from mpi_privopt.methods.chen2025.sensitivity import (ProofConstants, recursion_bounds,
+                                                      recursion_for_steps)
 from mpi_privopt.privacy.conversions import zcdp_to_eps_standard, zcdp_to_eps_tight
 from mpi_privopt.privacy.costs import zcdp_rho
 from mpi_privopt.privacy.events import LaplaceEvent
@@ -38,18 +39,39 @@ def test_a_bad_accounting_is_one_message():
     assert "derived" in info.value.fix and "nominal" in info.value.fix
 
 
-@pytest.mark.parametrize("method", ["aggregative-gt", "aggregative-pat", "pdop-aggregative",
-                                    "tvs-aggregative"])
-def test_the_baselines_refuse_derived_and_run_nominal(method):
-    with pytest.raises(ConfigError, match="no sensitivity bound is proven|without a proof"):
+@pytest.mark.parametrize("method", ["aggregative-gt", "aggregative-pat"])
+def test_the_tracking_baselines_refuse_derived_and_run_nominal(method):
+    with pytest.raises(ConfigError, match="no sensitivity bound is proven"):
         load_config(QUADRATIC, [f"algorithm.name={method}"])
     load_config(QUADRATIC, [f"algorithm.name={method}", "privacy.accounting=nominal"])
+
+
+@pytest.mark.parametrize("method", ["pdop-aggregative", "tvs-aggregative"])
+def test_the_framework_baselines_take_derived_with_its_checks(method):
+    assert load_config(QUADRATIC, [f"algorithm.name={method}"]).privacy.accounting == "derived"
+    with pytest.raises(ConfigError, match="finite box"):
+        load_config(QUADRATIC, [f"algorithm.name={method}", "algorithm.box=inf"])
+
+
+def test_the_general_recursion_is_algorithm_1s_for_its_steps():
+    constants = ProofConstants(0.7, 1.0, 1.5, 0.2, 1.0, 1.0, 0.4, 2, 2)
+    lam0, v = {"x": 0.5, "y": 1.0, "z": 1.0}, {"x": 0.64, "y": 0.04, "z": 0.06}
+    t1 = np.arange(1.0, 51.0)
+    steps = {b: lam0[b] * t1 ** (-v[b]) for b in "xyz"}
+    general = recursion_for_steps(constants, steps, 50, self_weight=np.full(50, 0.4),
+                                  count=t1)
+    for b, values in recursion_bounds(constants, lam0, v, 50).items():
+        assert np.array_equal(general[b], values)
+    # a smaller own weight and larger batches shrink every bound
+    smaller = recursion_for_steps(constants, steps, 50, self_weight=np.full(50, 0.2),
+                                  count=2 * t1)
+    assert all(np.all(smaller[b][1:] < general[b][1:]) for b in "xyz")
 
 
 @pytest.mark.parametrize("override, words", [
     ("algorithm.box=inf", "finite box"),
     ("algorithm.clip_z=inf", "clip_z"),
-    ("algorithm.lam_z0=1.5", "lam_z^0 <= 1"),
+    ("algorithm.lam_z0=1.5", "lam_z^t <= 1"),
     ("algorithm.sensitivity_y=2.0", "sensitivity_y"),
 ])
 def test_what_the_derived_accounting_needs_is_checked_before_mpi(override, words):

@@ -61,8 +61,7 @@ from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumptio
                                   sensitivity_exponents)
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .derived import (DERIVED, DerivedBlock, DerivedSensitivities, accounting_of,
-                      derived_constants)
-from ...problems.aggregative.objective import record_bounds
+                      check_derived, enforce_bounds)
 from ..contract import Algorithm
 
 #: named settings of the schedules (docs/methods/chen2025.md, "Theorem 1 and Corollary 1")
@@ -219,33 +218,6 @@ def theorem1_failures(case: str, v: dict[str, float], vs: np.ndarray,
     return [text for text, holds in conditions if not holds]
 
 
-def _check_derived(name: str, cfg) -> None:
-    """What the derived accounting needs of the configuration, before MPI starts
-    (docs/methods/chen2025.md, "Derived accounting")."""
-    if cfg.privacy.accounting != "derived":
-        return
-    params = cfg.algorithm.params
-    fix = ('or set privacy.accounting = "nominal" (its epsilon is then labelled nominal: not '
-           "a privacy guarantee)")
-    if not math.isfinite(params.box):
-        raise ConfigError(f"algorithm.box = {params.box} leaves Omega unbounded: the derived "
-                          "accounting needs a finite box", f"set algorithm.box finite, {fix}")
-    if not math.isfinite(params.clip_z):
-        raise ConfigError(f"algorithm.clip_z = {params.clip_z}: the derived accounting needs "
-                          "ztilde clipped to a finite radius (the paper's d_z)",
-                          f"set algorithm.clip_z finite, {fix}")
-    stated = [f"sensitivity_{b}" for b in BLOCKS
-              if np.any(np.asarray(getattr(params, f"sensitivity_{b}"), dtype=float) != 1.0)]
-    if stated:
-        raise ConfigError(f"algorithm.{', algorithm.'.join(stated)} set: the stated constants "
-                          "belong to the nominal accounting, and the derived one computes its "
-                          "own", f"remove them, {fix}")
-    if params.lam_z0 > 1:
-        raise ConfigError(f"algorithm.lam_z0 = {params.lam_z0} > 1: the proof's recursion "
-                          "covers the ztilde clip through d_z / lam_z only when lam_z^0 <= 1",
-                          f"set algorithm.lam_z0 <= 1, {fix}")
-
-
 def _check_params(name: str, params: LDPAggregativeParams) -> None:
     if params.preset not in PRESETS:
         raise ConfigError(f"algorithm.preset = {params.preset!r} is unknown for {name!r}",
@@ -273,7 +245,7 @@ class LDPAggregative(Algorithm):
     positive = ("lam_x0", "lam_y0", "lam_z0", "box", "clip_z", "samples", "delta")
     choices = {}
     param_checks = (_check_params,)
-    config_checks = (_check_derived,)
+    config_checks = (check_derived,)
     planned_events = planned_framework_events
     blocks = BLOCKS
 
@@ -320,20 +292,9 @@ class LDPAggregative(Algorithm):
         """The derived accounting (docs/methods/chen2025.md, "Derived accounting"): the
         problem's record bounds on the box, the ztilde (and ytilde) clip enforced on the
         update, and Delta_v^t from the proof's recursion for this agent."""
-        bounds = record_bounds(self.problem, params.box)
-        if bounds is None:
-            raise ConfigError(
-                f"problem {type(self.problem).__name__} declares no record bounds, so no "
-                "sensitivity can be derived for ldp-aggregative",
-                "give the problem a record_bounds(box) hook (docs/methods/chen2025.md, "
-                '"Derived accounting"), use one that has it (aggregative-quadratic, or '
-                'personalised with model = "softmax"), or set privacy.accounting = "nominal" '
-                "(its epsilon is then labelled nominal: not a privacy guarantee)")
         core, me = self.core, agent.id
-        core.clip_z, core.y_range = params.clip_z, bounds.y_range
-        self.record_domain = bounds.domain
-        constants = derived_constants(bounds, params.clip_z, core.self_weight,
-                                      core.layout.sizes[me], core.layout.r)
+        constants, self.record_domain = enforce_bounds(core, self.problem, params, me,
+                                                       self.name)
         source = DerivedSensitivities(constants, self.schedules.lam0, self.schedules.v,
                                       agent.iterations + 2)
         budgets = {v: DerivedBlock(source, v, float(self.schedules.sigma[me, b]),
