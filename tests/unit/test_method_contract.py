@@ -168,6 +168,7 @@ GETATTR_ALLOWED = {
     "methods/chen2025/derived.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/sensitivity.py": "the constants' own fields, checked by name",
     "methods/perturbed.py": "the agent's optional once (a test's agent has none)",
+    "methods/steps.py": "a problem's optional smoothness (a polynomial has none)",
     "methods/gade2017/attacks/runner.py": "Params fields of the attacked protocols; the "
                                           "problem's polynomial",
     "methods/chen2025/audit.py": "per-block Params fields; a planned event's epsilon",
