@@ -1,5 +1,6 @@
-r"""Derived accounting of Chen & Wang's Algorithm 1: the ledger books, per agent and release,
-the sensitivity the proof of Theorem 2 gives for the bounds the run enforces.
+r"""Derived accounting of Chen & Wang's Algorithm 1 and of the baselines run in its framework
+(PDOP, [51]): the ledger books, per agent and release, the sensitivity the proof of Theorem 2
+gives for the bounds the run enforces.
 
 ``privacy.accounting = "derived"`` (the default) makes every number booked a proven bound
 (docs/methods/chen2025.md, "Derived accounting"):
