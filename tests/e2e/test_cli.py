@@ -155,6 +155,12 @@ def _bad_cases(tmp_path):
     cases["unknown key"] = ([str(unknown_key)], ["run.iterationz"])
     cases["zero iterations"] = (["--set", "run.iterations=0"], ["run.iterations"])
     cases["negative step"] = (["--set", "algorithm.eta=-0.1"], ["algorithm.eta"])
+    cases["unknown accounting"] = (["--set", "privacy.accounting=proven"],
+                                   ["privacy.accounting", "derived", "nominal"])
+    cases["baseline derived"] = (["ldp-aggregative-quadratic",
+                                  "--set", "algorithm.name=aggregative-gt"],
+                                 ['privacy.accounting = "derived"', "aggregative-gt",
+                                  "no sensitivity bound is proven", '"nominal"'])
     rng = np.random.default_rng(0)
     X, y, agent = rng.normal(size=(40, 3)), rng.normal(size=40), np.repeat(np.arange(4), 10)
     X_nan = X.copy()
@@ -170,7 +176,8 @@ def _bad_cases(tmp_path):
 
 CASES = ["rank count", "disconnected", "edge to missing node", "unknown algorithm",
          "unknown topology", "unknown problem", "malformed toml", "unknown key",
-         "zero iterations", "negative step", "nan in data", "agent column"]
+         "zero iterations", "negative step", "unknown accounting", "baseline derived",
+         "nan in data", "agent column"]
 #: cases also launched under mpiexec: the whole path of an error found while the ranks
 #: agree on the config (malformed toml), the graph (rank count) and the data (nan in data)
 UNDER_MPI = ["rank count", "malformed toml", "nan in data"]

@@ -288,7 +288,9 @@ def test_a_disk_that_fills_during_a_checkpoint_keeps_the_last_good_one(tmp_path,
 
 
 def aggregative_config(tmp_path: Path, method: str, epsilon: float) -> str:
-    """A private aggregative method on the quadratic aggregative instance, on a ring."""
+    """A private aggregative method on the quadratic aggregative instance, on a ring, with
+    the nominal accounting (the baselines have no other; under the derived one a finite
+    budget would calibrate ldp-aggregative's noise instead of only guarding it)."""
     path = tmp_path / f"{method}.toml"
     path.write_text(f"""[problem]
 name = "aggregative-quadratic"
@@ -298,6 +300,7 @@ kind = "ring"
 name = "{method}"
 [privacy]
 epsilon = {epsilon}
+accounting = "nominal"
 [run]
 seed = 0
 """)

@@ -165,6 +165,7 @@ GETATTR_ALLOWED = {
     "methods/chen2025/aggregative_frameworks.py": "per-block Params fields (sigma_x, ...)",
     "methods/chen2025/aggregative_gt.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/ldp_aggregative.py": "per-block Params fields",
+    "methods/chen2025/derived.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/sensitivity.py": "the constants' own fields, checked by name",
     "methods/perturbed.py": "the agent's optional once (a test's agent has none)",
     "methods/steps.py": "a problem's optional smoothness (a polynomial has none)",
