@@ -4,7 +4,9 @@
 #       for Open MPI, --mca odls_base_sigkill_timeout $MPI_PRIVOPT_SIGKILL_TIMEOUT
 #       (default 30 s; Open MPI's own 1 s kills the ranks before they can stop cleanly),
 #       --oversubscribe when asked and -x NAME for each exported variable that is set;
-#       nothing for MPICH (its hydra passes the whole environment).
+#       for MPICH's hydra (4.2+) -memory-alloc-kinds mpi,system, without which more than
+#       about 350 ranks on one host never leave MPI_Init (hydra oversubscribes and passes
+#       the whole environment by itself).
 # (launch/slurm.sh and launch/pbs.sh call the same module directly: a scheduler runs a
 # copy of the batch script, away from this file.)
 

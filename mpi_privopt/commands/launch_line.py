@@ -14,7 +14,9 @@
     MPICH's hydra forwards the signal and waits), ``--oversubscribe`` when asked (Open
     MPI refuses more ranks than slots; hydra allows it) and ``-x NAME`` for each exported
     variable that is set (Open MPI's ranks on other hosts get only what ``-x`` names;
-    hydra passes the whole environment). Nothing for MPICH. ``N`` is
+    hydra passes the whole environment). For MPICH's hydra (4.2 and newer, those whose
+    help lists it): ``-memory-alloc-kinds mpi,system``, without which a job of more than
+    about 350 ranks on one host never leaves ``MPI_Init`` (:data:`HYDRA_KINDS`). ``N`` is
     ``$MPI_PRIVOPT_SIGKILL_TIMEOUT``, 30 s by default (Slurm's default KillWait).
 """
 from __future__ import annotations
@@ -44,6 +46,13 @@ _JOB_NAMES = ("MPIR_CVAR_CH3_INTERFACE_HOSTNAME", "SLURM_STEP_NUM_TASKS", "SLURM
 SRUN_PLUGINS = {"MPICH": "pmi2", "Intel MPI": "pmi2", "Open MPI": "pmix"}
 #: seconds Open MPI's launcher waits after forwarding SIGTERM, unless the user says
 SIGKILL_TIMEOUT = 30
+#: hydra's flag that answers every rank's MPI_Init query for the job's memory kinds in
+#: the proxy. Without it each rank's query (PMI key ``PMI_mpi_memory_alloc_kinds``) goes
+#: on to mpiexec and back; with 400 ranks on one host the proxy and mpiexec both block
+#: writing those small messages to each other and the job never leaves MPI_Init
+#: (docs/performance.md, "500 ranks under MPICH"). ``mpi,system`` is what MPICH grants
+#: anyway (a communicator's ``mpi_memory_alloc_kinds`` info is the same with or without)
+HYDRA_KINDS = ("-memory-alloc-kinds", "mpi,system")
 
 
 def set_by_launcher(name: str) -> bool:
@@ -90,13 +99,29 @@ def mpiexec_family(mpiexec: str) -> str | None:
     return launcher_family(proc.stdout + proc.stderr)
 
 
+def hydra_knows_kinds(mpiexec: str) -> bool:
+    """Whether ``mpiexec`` is a hydra that takes :data:`HYDRA_KINDS` (its help lists it:
+    MPICH 4.2 and newer; an older one would refuse the flag, and its ranks ask nothing)."""
+    try:
+        proc = subprocess.run([mpiexec, "-h"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return HYDRA_KINDS[0] in (proc.stdout + proc.stderr).split()
+
+
 def mpiexec_flags(family: str | None, *, oversubscribe: bool,
                   sigkill_timeout: int = SIGKILL_TIMEOUT, export: Sequence[str] = (),
-                  environ: Mapping[str, str] = os.environ) -> list[str]:
+                  environ: Mapping[str, str] = os.environ,
+                  hydra_kinds: bool = False) -> list[str]:
     """The flags a launcher of ``family`` needs on our launch lines.
 
     ``export`` names the variables every rank must see (those set in ``environ``).
+    ``hydra_kinds``: the launcher is a hydra that takes :data:`HYDRA_KINDS`
+    (:func:`hydra_knows_kinds`).
     """
+    if family == "MPICH" and hydra_kinds:
+        return list(HYDRA_KINDS)
     if family != "Open MPI":
         return []
     flags = ["--mca", "odls_base_sigkill_timeout", str(sigkill_timeout)]
@@ -111,9 +136,18 @@ def mpiexec_flags(family: str | None, *, oversubscribe: bool,
 @functools.cache
 def launch_flags(mpiexec: str) -> tuple[str, ...]:
     """What a job that the package starts itself with ``mpiexec`` needs on the command
-    line: more ranks than cores allowed, time to stop on a signal (Open MPI)."""
-    return tuple(mpiexec_flags(mpiexec_family(mpiexec), oversubscribe=True,
-                               sigkill_timeout=_sigkill_timeout()))
+    line: more ranks than cores allowed, time to stop on a signal (Open MPI), hydra's
+    start-up past 350 ranks on one host (MPICH)."""
+    return tuple(mpiexec_options(mpiexec, oversubscribe=True))
+
+
+def mpiexec_options(mpiexec: str, *, oversubscribe: bool, export: Sequence[str] = (),
+                    environ: Mapping[str, str] = os.environ) -> list[str]:
+    """:func:`mpiexec_flags` for the launcher ``mpiexec``, asking it what it is."""
+    family = mpiexec_family(mpiexec)
+    return mpiexec_flags(family, oversubscribe=oversubscribe,
+                         sigkill_timeout=_sigkill_timeout(), export=export, environ=environ,
+                         hydra_kinds=family == "MPICH" and hydra_knows_kinds(mpiexec))
 
 
 def _sigkill_timeout() -> int:
@@ -135,9 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "srun-mpi":
         print(srun_plugin(library_family()) or "")
         return 0
-    timeout = _sigkill_timeout()
-    for flag in mpiexec_flags(mpiexec_family(args.mpiexec), oversubscribe=args.oversubscribe,
-                              sigkill_timeout=timeout, export=args.export):
+    for flag in mpiexec_options(args.mpiexec, oversubscribe=args.oversubscribe,
+                                export=args.export):
         print(flag)
     return 0
 

@@ -54,7 +54,7 @@ import tempfile
 from pathlib import Path
 from time import perf_counter, time
 
-from mpi_privopt.commands.launch_line import child_environment, mpiexec_family
+from mpi_privopt.commands.launch_line import child_environment, mpiexec_options
 
 HERE = Path(__file__).resolve().parent
 #: the 50-rank measurement of docs/performance-gauthier2024.md
@@ -77,7 +77,7 @@ def run_job(ranks: int, config: list[str], timeout: float, tree: str | None = No
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise SystemExit("no mpiexec on PATH")
-    flags = ["--oversubscribe"] if mpiexec_family(mpiexec) == "Open MPI" else []
+    flags = mpiexec_options(mpiexec, oversubscribe=True)  # hydra's flag: 500 ranks start
     with tempfile.TemporaryDirectory(prefix="scale-") as out:
         cmd = [mpiexec, "-n", str(ranks), *flags, sys.executable,
                str(HERE / "scale_rank.py"), *config, "--out", os.path.join(out, "run")]

@@ -3,8 +3,8 @@ import sys
 from pathlib import Path
 
 from launch_util import run_child
-from mpi_privopt.commands.launch_line import (child_environment, library_family, mpiexec_flags,
-                                              srun_plugin)
+from mpi_privopt.commands.launch_line import (HYDRA_KINDS, child_environment, hydra_knows_kinds,
+                                              library_family, mpiexec_flags, srun_plugin)
 
 
 def test_srun_gets_the_pmi_each_mpi_reads():
@@ -22,6 +22,34 @@ def test_open_mpi_gets_time_to_stop_and_may_oversubscribe():
     assert "--oversubscribe" not in mpiexec_flags("Open MPI", oversubscribe=False)
     # MPICH's hydra forwards signals and waits, oversubscribes, and passes the environment
     assert mpiexec_flags("MPICH", oversubscribe=True, export=["PATH"]) == []
+    # ... and answers the ranks' memory-kinds query itself when it can (500 ranks start)
+    assert mpiexec_flags("MPICH", oversubscribe=True, hydra_kinds=True) == [
+        "-memory-alloc-kinds", "mpi,system"]
+    assert "-memory-alloc-kinds" not in mpiexec_flags("Open MPI", oversubscribe=True,
+                                                      hydra_kinds=True)
+
+
+def _fake_hydra(path: Path, *, kinds: bool) -> Path:
+    # hydra 4.2+ lists -memory-alloc-kinds in its -h; an older one does not
+    help_line = "    -memory-alloc-kinds   request support for memory allocation kinds" if kinds else ""
+    path.write_text("#!/bin/sh\n"
+                    'if [ "$1" = --version ]; then echo "HYDRA build details:"; '
+                    'echo "    Version: 5.0.2"; exit 0; fi\n'
+                    f'echo "Usage: ./mpiexec [global opts]"; echo "{help_line}"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_hydra_gets_the_kinds_flag_only_when_its_help_lists_it(tmp_path):
+    new = _fake_hydra(tmp_path / "new", kinds=True)
+    old = _fake_hydra(tmp_path / "old", kinds=False)
+    assert hydra_knows_kinds(str(new)) and not hydra_knows_kinds(str(old))
+    assert not hydra_knows_kinds(str(tmp_path / "missing"))
+    for fake, flags in ((new, list(HYDRA_KINDS)), (old, [])):
+        proc = run_child([sys.executable, "-m", "mpi_privopt.commands.launch_line",
+                          "mpiexec-flags", str(fake), "--oversubscribe"], timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == flags
 
 
 def test_the_command_names_the_plugin_of_the_library_mpi4py_loads():
