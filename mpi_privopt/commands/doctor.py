@@ -59,6 +59,20 @@ def mismatch(facts: MPIFacts) -> str | None:
     return None
 
 
+def many_ranks_note(facts: MPIFacts, hydra_kinds: bool) -> str | None:
+    """What a person typing ``mpiexec -n K`` with K in the hundreds must add, or None.
+
+    ``hydra_kinds``: the launcher is a hydra that takes ``-memory-alloc-kinds``; without
+    it more than about 350 ranks on one host never leave ``MPI_Init``
+    (docs/performance.md, "500 ranks under MPICH"). The launch scripts add it themselves.
+    """
+    if facts.launcher_family != "MPICH" or not hydra_kinds:
+        return None
+    return ("past about 300 ranks on one host add -memory-alloc-kinds mpi,system to a "
+            "hand-typed mpiexec (without it 400 and 500 ranks hung in MPI_Init; "
+            "launch/local.sh adds it)")
+
+
 def gather_facts() -> MPIFacts:
     from mpi4py import MPI
 
@@ -103,4 +117,10 @@ def main(args) -> int:
         print(f"warning       {problem}", file=sys.stderr)
         return 1
     print("ok            the launcher on PATH starts this MPI's ranks together")
+    from .launch_line import hydra_knows_kinds  # it imports this module
+    note = many_ranks_note(facts, facts.launcher is not None
+                           and facts.launcher_family == "MPICH"
+                           and hydra_knows_kinds(facts.launcher))
+    if note:
+        print(f"many ranks    {note}")
     return 0

@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from launch_util import run_child
-from mpi_privopt.commands.doctor import (MPIFacts, launcher_family, launcher_name, mismatch,
-                                         vendor_family)
+from mpi_privopt.commands.doctor import (MPIFacts, launcher_family, launcher_name,
+                                         many_ranks_note, mismatch, vendor_family)
 
 HYDRA = "HYDRA build details:\n    Version:                                 4.0\n"
 OPEN_MPI = "mpiexec (OpenRTE) 4.1.2\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
@@ -67,3 +67,26 @@ def test_the_command_passes_with_the_launcher_of_the_loaded_mpi():
         pytest.skip("no mpiexec on PATH")
     assert proc.returncode == 0, proc.stderr
     assert "ok" in proc.stdout
+
+
+def test_hydra_that_takes_the_kinds_flag_is_named_for_many_ranks():
+    note = many_ranks_note(facts("MPICH", HYDRA), hydra_kinds=True)
+    assert "-memory-alloc-kinds mpi,system" in note and "300 ranks" in note
+    assert many_ranks_note(facts("MPICH", HYDRA), hydra_kinds=False) is None  # older hydra
+    assert many_ranks_note(facts("Open MPI", OPEN_MPI), hydra_kinds=True) is None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for mpiexec")
+def test_the_command_names_the_flag_under_a_hydra_that_takes_it(tmp_path):
+    from mpi4py import MPI
+    if vendor_family(MPI.get_vendor()[0]) != "MPICH":
+        pytest.skip("a fake hydra matches only an MPICH mpi4py")
+    fake = tmp_path / "mpiexec"
+    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then printf "HYDRA build details:\\n'
+                    '    Version: 5.0.2\\n"; exit 0; fi\n'
+                    'echo "    -memory-alloc-kinds    request support for memory allocation kinds"\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    proc = run_child([sys.executable, "-m", "mpi_privopt", "doctor"], env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "many ranks" in proc.stdout and "-memory-alloc-kinds mpi,system" in proc.stdout
