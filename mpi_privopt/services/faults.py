@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,16 @@ def fault(point: str, rank: int, iteration: int) -> None:
     ``commit-begin`` (before the final checkpoint), ``commit-results`` (final checkpoint
     written, no result yet), ``commit-summary`` (rank 0: every result written, not the
     summary) and ``commit-end`` (every file written, the ranks about to return).
+    ``slow@POINT:R:N:SECONDS``  rank R sleeps SECONDS at POINT of every iteration from N
+    on (a slow agent: its out-links stand out in traffic.json's link times).
     """
-    if _FAULT is None or _FAULT[1:4] != (point, rank, iteration):
+    if _FAULT is None:
+        return
+    if _FAULT[0] == "slow":
+        if _FAULT[1:3] == (point, rank) and iteration >= _FAULT[3]:
+            time.sleep(float(_FAULT[4]))
+        return
+    if _FAULT[1:4] != (point, rank, iteration):
         return
     action, file = _FAULT[0], _FAULT[4]
     sent = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}
