@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mpi_privopt.privacy.noise import AGENT_NOISE_TAG
-from mpi_privopt.problems.aggregative.quadratic import (QuadraticOptions, quadratic_initial_block,
+from mpi_privopt.methods.chen2025.problems.quadratic import (QuadraticOptions, quadratic_initial_block,
                                                         quadratic_parameters)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from mpi_privopt.network import walks
 from mpi_privopt.methods.chan2023.gradient_admm import ElasticNetPenalty, iteration
-from mpi_privopt.problems.datasets.singular import make_singular
+from mpi_privopt.methods.chan2023.problems import make_singular
 
 CHAIN_NOISE_TAG = 0x4E010003
 SCHEDULE_TAG = 0x57414C4B

@@ -7,34 +7,16 @@ that method's modules and libraries (scipy, networkx where it needs them). The s
 (:mod:`.contract`, :mod:`.steps`, :mod:`.perturbed`) knows no method by name; a family
 imports the core and no other family (``baselines`` excepted: the papers' methods build on
 DGD and linearized ADMM). Adding a family is one package and one entry in
-:data:`FAMILIES`.
+:data:`~mpi_privopt.families.FAMILIES` (:mod:`mpi_privopt.families` reads the tables).
 """
-import importlib
-
+from ..families import FAMILIES, family_namespaces, family_table
+from ..lazy_table import import_named
 from .contract import ALGORITHMS, Algorithm, Registry, register
-
-#: the method families shipped in this package, in the order ``list`` shows them
-FAMILIES = ("baselines", "gauthier2024", "gade2017", "chen2025", "chan2023")
-
-
-def _families():
-    """``(package name, its namespace)`` of every family, in :data:`FAMILIES` order."""
-    for family in FAMILIES:
-        package = f"{__name__}.{family}"
-        yield package, vars(importlib.import_module(package))
-
-
-def _family_methods() -> dict[str, str]:
-    """``algorithm.name -> "package.module:Class"`` over every family."""
-    return {name: f"{package}.{where}" for package, table in _families()
-            for name, where in table["METHODS"].items()}
-
 
 #: ``algorithm.name -> "package.module:Class"`` of every method shipped in the package (a
 #: user's own method, ``algorithm.module``, may not take one of these names)
-PACKAGED = _family_methods()
+PACKAGED = family_table("METHODS")
 ALGORITHMS.add_lazy(PACKAGED)
-
 
 
 def attack_on(name: str):
@@ -44,16 +26,15 @@ def attack_on(name: str):
     The family's attack is application code (it runs the engine); it is found here by
     name, so the core's ``audit`` command imports no family.
     """
-    for package, table in _families():
+    for package, table in family_namespaces():
         if name in table.get("ATTACKED", ()):
-            module, _, attr = table["ATTACK"].partition(":")
-            return vars(importlib.import_module(f"{package}.{module}"))[attr]
+            return import_named(f"{package}.{table['ATTACK']}")
     return None
 
 
 def attacked_methods() -> tuple[str, ...]:
     """Every method some family can attack (:func:`attack_on`)."""
-    return tuple(name for _, table in _families() for name in table.get("ATTACKED", ()))
+    return tuple(name for _, table in family_namespaces() for name in table.get("ATTACKED", ()))
 
 
 __all__ = ["ALGORITHMS", "FAMILIES", "PACKAGED", "Algorithm", "Registry", "attack_on",

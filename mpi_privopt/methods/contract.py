@@ -2,18 +2,23 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
 from ..agent import Agent
 from ..errors import ConfigError
+from ..lazy_table import LazyTable
 from .steps import SCHEDULES
 
-class Registry(MutableMapping):
+def _is_method_class(name: str, cls: object, where: str) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm) and cls.name == name):
+        raise KeyError(f"{where} is not the class of algorithm {name!r}")
+
+
+class Registry(LazyTable):
     """``name -> class``; a packaged method's module is imported on first lookup.
 
     The names and classes of the packaged methods are known in advance (``lazy``: each
@@ -24,45 +29,7 @@ class Registry(MutableMapping):
     """
 
     def __init__(self, lazy: dict[str, str] | None = None) -> None:
-        self._classes: dict[str, type[Algorithm]] = {}
-        self._lazy: dict[str, str] = dict(lazy or {})
-
-    def add_lazy(self, classes: dict[str, str]) -> None:
-        """Name where each of these methods' class is: ``"package.module:Class"``."""
-        self._lazy.update(classes)
-
-    def __getitem__(self, name: str) -> type["Algorithm"]:
-        cls = self._classes.get(name)
-        if cls is None and name in self._lazy:
-            module, _, attr = self._lazy[name].partition(":")
-            cls = getattr(importlib.import_module(module), attr, None)
-            if cls is None or getattr(cls, "name", None) != name:
-                raise KeyError(f"{self._lazy[name]} is not the class of algorithm {name!r}")
-            self._classes[name] = cls
-        if cls is None:
-            raise KeyError(name)
-        return cls
-
-    def __setitem__(self, name: str, cls: type["Algorithm"]) -> None:
-        self._classes[name] = cls
-
-    def __delitem__(self, name: str) -> None:
-        if name not in self:
-            raise KeyError(name)
-        self._classes.pop(name, None)
-        self._lazy.pop(name, None)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._classes or name in self._lazy
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._lazy, *self._classes]))
-
-    def __len__(self) -> int:
-        return len(set(self._lazy) | set(self._classes))
-
-    def __repr__(self) -> str:
-        return f"Registry({sorted(self)})"
+        super().__init__(lazy, verify=_is_method_class)
 
 
 ALGORITHMS: Registry = Registry()

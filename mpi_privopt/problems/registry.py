@@ -6,16 +6,19 @@
     The polynomial objectives of Gade & Vaidya (2017) (presets in
     :mod:`mpi_privopt.problems.consensus.polynomial_presets`).
 :data:`AGGREGATIVE_PROBLEMS`
-    The aggregative problems of Chen & Wang (2025), each a builder
-    ``builder(options, rank, n_agents, seed) -> AggregativeObjective``; a builder imports
-    its module when called, so naming the problems loads neither their data nor torch.
+    The aggregative problems, each a builder
+    ``builder(options, rank, n_agents, seed) -> AggregativeObjective``: those of the method
+    families (each family's ``AGGREGATIVE_PROBLEMS`` table, :mod:`mpi_privopt.families`)
+    and a user's own (``problem.module``). A builder's module is imported when the name is
+    first looked up, so naming the problems loads neither their data nor torch.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from mpi_privopt.problems.aggregative.objective import AggregativeBuilder, AggregativeObjective
+from mpi_privopt.families import family_table
+from mpi_privopt.lazy_table import LazyTable
 from mpi_privopt.problems.consensus.losses import LOSSES, Loss
 
 __all__ = ["ProblemSpec", "PROBLEMS", "AUTO", "POLYNOMIAL", "AGGREGATIVE_PROBLEMS",
@@ -41,6 +44,10 @@ class ProblemSpec:
         Default l2 coefficient (of ``||w||_2^2``, no factor 1/2).
     task : {"regression", "classification"}
         What the labels are.
+    synthetic : callable, optional
+        ``synthetic(cfg, agent, n_agents) -> (X, y)``: agent ``agent``'s records when
+        ``[problem] data`` is empty (a paper's own generator); None for the generic
+        synthetic data (:mod:`mpi_privopt.problems.datasets.synthetic`).
     """
 
     name: str
@@ -48,15 +55,22 @@ class ProblemSpec:
     l1: float | str
     l2: float
     task: str
+    synthetic: Callable[..., tuple] | None = None
 
 
 def _spec(name: str, loss: str, l1: float | str, l2: float) -> ProblemSpec:
     return ProblemSpec(name, LOSSES[loss], l1, l2, LOSSES[loss].task)
 
 
-PROBLEMS: dict[str, ProblemSpec] = {
-    s.name: s
-    for s in (
+def _is_spec_of(name: str, spec: object, where: str) -> None:
+    if not (isinstance(spec, ProblemSpec) and spec.name == name):
+        raise KeyError(f"{where} is not the ProblemSpec of problem {name!r}")
+
+
+#: the consensus problems: the core's own and the families' (each family's
+#: ``CONSENSUS_PROBLEMS`` table, read at first use: a family imports this module)
+PROBLEMS: LazyTable = LazyTable(
+    objects={s.name: s for s in (
         _spec("ridge", "squared", 0.0, 1.0),
         _spec("lasso", "squared", AUTO, 0.0),
         _spec("elastic-net", "squared", AUTO, 1.0),
@@ -64,34 +78,16 @@ PROBLEMS: dict[str, ProblemSpec] = {
         _spec("svm", "hinge", 0.0, 0.01),
         _spec("logistic", "logistic", 0.0, 0.01),
         _spec("huber", "huber", 0.0, 0.01),
-        # Chan, Xie & Zhao 2023's elastic net (c1 = 0.01, c2 = 0.1) on their generator's
-        # records (problems/consensus/records.py); samples = N records in all, split in blocks
-        _spec("singular", "squared", 0.01, 0.1),
-    )
-}
+    )},
+    verify=_is_spec_of, fill=lambda: family_table("CONSENSUS_PROBLEMS"))
 
 #: ``[problem] name`` of the polynomial objectives (Gade & Vaidya 2017)
 POLYNOMIAL = "polynomial"
 
 
-def _quadratic(options: Mapping[str, object], rank: int, n_agents: int,
-               seed: int) -> AggregativeObjective:
-    from mpi_privopt.problems.aggregative.quadratic import build_quadratic
-    return build_quadratic(options, rank, n_agents, seed)
-
-
-def _personalised(options: Mapping[str, object], rank: int, n_agents: int,
-                  seed: int) -> AggregativeObjective:
-    # imported when asked for: the image data sets and models are not needed otherwise
-    from mpi_privopt.problems.aggregative.personalised import build_personalised
-    return build_personalised(options, rank, n_agents, seed)
-
-
-#: the named aggregative problems (``[problem] name``), each a builder
-AGGREGATIVE_PROBLEMS: dict[str, AggregativeBuilder] = {
-    "aggregative-quadratic": _quadratic,
-    "personalised": _personalised,  # Chen & Wang 2025, eq. (22): docs/datasets.md
-}
+#: the named aggregative problems (``[problem] name``), each a builder; the families'
+#: tables are read at first use (a family imports this module)
+AGGREGATIVE_PROBLEMS: LazyTable = LazyTable(fill=lambda: family_table("AGGREGATIVE_PROBLEMS"))
 
 
 #: the kinds of problem, each a method's ``problem_kind``

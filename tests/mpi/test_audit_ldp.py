@@ -30,7 +30,7 @@ from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
 from mpi_privopt.privacy.mechanisms import LaplaceMechanism
-from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions, quadratic_parameters
+from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticOptions, quadratic_parameters
 
 EXPERIMENT = "ldp-aggregative-quadratic"
 SHORT = ["run.iterations=1", "run.eval_every=1", "algorithm.sigma_x=2.5",

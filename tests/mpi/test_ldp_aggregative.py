@@ -34,7 +34,7 @@ from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
-from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions
+from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticOptions
 from mpi_privopt.report import load_run, text_report
 from mpi_privopt.summary import format_summary
 

@@ -12,7 +12,7 @@ from mpi4py import MPI
 from mpi_privopt.monitor import Monitor
 from mpi_privopt.problems.aggregative.centralised import centralised_descent
 from mpi_privopt.problems.metrics import LOCAL, REFERENCE
-from mpi_privopt.problems.aggregative.personalised import build_personalised
+from mpi_privopt.methods.chen2025.problems.personalised import build_personalised
 
 OPTIONS = {"dataset": "digits", "lambda_pen": 0.5, "batch": 2}
 SEED, T = 3, 40

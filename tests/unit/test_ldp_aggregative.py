@@ -19,7 +19,7 @@ from mpi_privopt.methods.chen2025.ldp_budget import (NOMINAL, NOMINAL_EPSILON, B
                                             SampledBlock, accounting_label,
                                             check_assumption4, fresh_batch)
 from mpi_privopt.problems.registry import AGGREGATIVE_PROBLEMS
-from mpi_privopt.problems.aggregative.quadratic import QuadraticOptions, build_quadratic
+from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticOptions, build_quadratic
 from mpi_privopt.problems.sampling import sampling_rng
 
 

@@ -181,6 +181,7 @@ GETATTR_ALLOWED = {
     "services/stop_signal.py": "an exception's collective flag",
     "entrypoint.py": "an exception's flags",
     "network/__init__.py": "a lazily loaded name from its module",
+    "lazy_table.py": "a registry entry's attribute named in its table",
     "network/channels.py": "the counters' slots",
     "privacy/amplification.py": "the constants' fields",
     "privacy/notions.py": "a release event's sigma",

@@ -8,7 +8,7 @@ from scipy.special import logsumexp
 from mpi_privopt.problems.aggregative.centralised import centralised_descent, total_gradient
 from mpi_privopt.problems.metrics import LOCAL, NONE, REFERENCE
 from mpi_privopt.problems.models.classifiers import SoftmaxRegression
-from mpi_privopt.problems.aggregative.personalised import build_personalised
+from mpi_privopt.methods.chen2025.problems.personalised import build_personalised
 from mpi_privopt.problems.sampling import sampling_rng
 
 LAM = 0.5

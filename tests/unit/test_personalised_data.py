@@ -13,7 +13,7 @@ from mpi_privopt.problems.datasets.images import (MIN_CONTRAST, TEST_FRACTION, c
                                              digits)
 from mpi_privopt.problems.datasets.image_files import (MNIST_FILES, load_cifar10, load_image_data,
                                               load_mnist)
-from mpi_privopt.problems.aggregative.personalised import build_personalised
+from mpi_privopt.methods.chen2025.problems.personalised import build_personalised
 
 
 # --- stand-ins ---------------------------------------------------------------------------

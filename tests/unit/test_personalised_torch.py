@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.problems.aggregative.personalised import build_personalised
+from mpi_privopt.methods.chen2025.problems.personalised import build_personalised
 from mpi_privopt.problems.models.torch_cnn import torch_available
 
 needs_torch = pytest.mark.skipif(not torch_available(),

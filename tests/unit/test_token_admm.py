@@ -14,8 +14,8 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems import ProblemConfig, load_agent_data
 from mpi_privopt.problems.consensus.local import LocalProblem
 from mpi_privopt.problems.consensus.losses import LOSSES
-from mpi_privopt.problems.consensus.records import Records, pooled_problem, singular_counts
-from mpi_privopt.problems.datasets.singular import make_singular
+from mpi_privopt.problems.consensus.records import Records, pooled_problem
+from mpi_privopt.methods.chan2023.problems import make_singular, singular_counts
 
 TOKEN = ["algorithm.name=token-admm", "problem.name=singular", "problem.samples=40"]
 

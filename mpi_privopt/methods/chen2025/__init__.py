@@ -2,8 +2,10 @@
 framework (aggregative GT, PAT, PDOP and [51]); its budget, eq. (21), and audit
 (docs/methods/chen2025.md).
 
-``METHODS`` is this family's one registration: ``algorithm.name`` -> ``"module:Class"``
-(the module relative to this package, imported when the name is first looked up).
+This family's one registration (:mod:`mpi_privopt.families`): ``METHODS``
+(``algorithm.name`` -> ``"module:Class"``) and ``AGGREGATIVE_PROBLEMS`` (``problem.name`` ->
+``"module:builder"``), each module relative to this package and imported when the name is
+first looked up.
 """
 
 METHODS = {
@@ -12,4 +14,10 @@ METHODS = {
     "aggregative-pat": "aggregative_pat:AggregativePAT",
     "pdop-aggregative": "aggregative_frameworks:PDOPAggregative",
     "tvs-aggregative": "aggregative_frameworks:TVSAggregative",
+}
+
+AGGREGATIVE_PROBLEMS = {
+    "aggregative-quadratic": "problems.quadratic:build_quadratic",
+    # eq. (22): docs/datasets.md
+    "personalised": "problems.personalised:build_personalised",
 }

@@ -1,8 +1,10 @@
 """Gade & Vaidya: RSS-NB, RSS-LB and function sharing, the certificate of their
 privacy and the attacks on them (docs/methods/gade2017.md).
 
-``METHODS`` is this family's one registration: ``algorithm.name`` -> ``"module:Class"``
-(the module relative to this package, imported when the name is first looked up).
+This family's one registration (:mod:`mpi_privopt.families`): ``METHODS``
+(``algorithm.name`` -> ``"module:Class"``), ``POLYNOMIAL_PRESETS`` (``problem.preset`` of
+the polynomial problem -> ``"module:function"``) and its attack, each module relative to
+this package and imported when the name is first looked up.
 """
 
 #: the methods whose exchanges this family's curious-neighbour attack inverts
@@ -15,4 +17,8 @@ METHODS = {
     "rss-nb": "rss:RSSNB",
     "rss-lb": "rss:RSSLB",
     "fs": "function_sharing:FunctionSharing",
+}
+
+POLYNOMIAL_PRESETS = {
+    "gade2017": "problems:figure1_polynomial",  # Sec. VII, Figure 1
 }

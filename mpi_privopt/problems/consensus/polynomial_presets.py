@@ -1,11 +1,11 @@
 """Named polynomial objectives (``problem.name = "polynomial"``, ``problem.preset``).
 
-``gade2017``
-    The five scalar objectives of Gade & Vaidya (2017), Sec. VII, Figure 1:
-    f_1 = x^2, f_2 = x^4, f_3 = x^2 + x^4, f_4 = x^2 + 0.5 x^4, f_5 = 0.5 x^2 + x^4
-    (D = 1). Agent k (0-based) holds f_{(k mod 5) + 1}, so K = 5 is the paper's setting
-    and other K repeat the list. The sum over five agents is 3.5 (x^2 + x^4) (the paper
-    prints 2.5, an arithmetic slip); x* = 0, f* = 0.
+A preset is a function ``preset(seed, agent, features) -> Polynomial``, agent ``agent``'s
+objective. :data:`PRESETS` holds the core's own and those of the method families (each
+family's ``POLYNOMIAL_PRESETS`` table, :mod:`mpi_privopt.families`):
+
+``gade2017`` (the default, :mod:`mpi_privopt.methods.gade2017.problems`)
+    The five scalar objectives of Gade & Vaidya (2017), Sec. VII, Figure 1 (D = 1).
 ``random``
     Agent k holds ``sum_d a_kd (x_d - c_kd)^2 + b_kd (x_d - c_kd)^4`` in D =
     ``problem.features`` variables with a ~ U[0.5, 1.5], b ~ U[0, 0.5], c ~ N(0, 1) drawn
@@ -18,42 +18,38 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpi_privopt.families import family_table
+from mpi_privopt.lazy_table import LazyTable
 from mpi_privopt.problems.consensus.polynomial import Polynomial, monomial_basis
-from mpi_privopt.problems.registry import POLYNOMIAL
 
 __all__ = ["PRESETS", "DEFAULT_PRESET", "preset_dimension", "preset_polynomial"]
 
-PRESETS = ("gade2017", "random")
+#: ``problem.preset -> preset function``; the families' tables are read at first use
+PRESETS: LazyTable = LazyTable(
+    {"random": f"{__name__}:random_convex"},
+    fill=lambda: family_table("POLYNOMIAL_PRESETS"))
+#: the preset of ``problem.preset = ""``: the paper's instance
 DEFAULT_PRESET = "gade2017"
 DEGREE = 4
-
-# Coefficients of x, x^2, x^3, x^4 for the paper's f_1..f_5.
-GADE2017_FIG1 = (
-    (0.0, 1.0, 0.0, 0.0),
-    (0.0, 0.0, 0.0, 1.0),
-    (0.0, 1.0, 0.0, 1.0),
-    (0.0, 1.0, 0.0, 0.5),
-    (0.0, 0.5, 0.0, 1.0),
-)
 _TAG = 0x6ADE
 
 
 def preset_dimension(preset: str, features: int) -> int:
-    """D for a preset: 1 for ``gade2017``, ``features`` for ``random``."""
-    return 1 if (preset or DEFAULT_PRESET) == "gade2017" else int(features)
+    """D for a preset (agent 0's number of variables: 1 for ``gade2017``, ``features``
+    for ``random``)."""
+    return preset_polynomial(preset, 0, 0, features).n_features
 
 
 def preset_polynomial(preset: str, seed: int, agent: int, features: int) -> Polynomial:
     """Agent ``agent``'s objective under ``preset`` (see the module docstring)."""
     preset = preset or DEFAULT_PRESET
-    if preset == "gade2017":
-        return Polynomial(monomial_basis(1, DEGREE, mixed=False), GADE2017_FIG1[agent % 5])
-    if preset == "random":
-        return _random_convex(seed, agent, int(features))
-    raise ValueError(f"unknown polynomial preset {preset!r}; valid: {', '.join(PRESETS)}")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown polynomial preset {preset!r}; valid: {', '.join(PRESETS)}")
+    return PRESETS[preset](seed, agent, int(features))
 
 
-def _random_convex(seed: int, agent: int, dim: int) -> Polynomial:
+def random_convex(seed: int, agent: int, dim: int) -> Polynomial:
+    """Agent ``agent``'s objective of the ``random`` preset (see the module docstring)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, _TAG, agent]))
     a = rng.uniform(0.5, 1.5, dim)
     b = rng.uniform(0.0, 0.5, dim)

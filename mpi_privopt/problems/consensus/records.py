@@ -18,9 +18,8 @@ agent knows them; for the paper's instance they follow from N and K).
 
 Instances
 ---------
-* ``singular``: the paper's data (:func:`~mpi_privopt.problems.datasets.singular.make_singular` with
-  N = ``[problem] samples`` records in all, ``features``, label ``noise`` and ``radius``;
-  the data seed is the authors' 18), c1 = 0.01, c2 = 0.1 by default.
+* ``singular``: the paper's data (:mod:`mpi_privopt.methods.chan2023.problems`),
+  c1 = 0.01, c2 = 0.1 by default.
 * any squared-loss or logistic problem on the data files users already give
   (``[problem] data``): each agent's rows are its records, in file order.
 
@@ -38,15 +37,9 @@ from mpi_privopt.problems.consensus.local import LocalProblem
 from mpi_privopt.problems.metrics import (LOCAL, REFERENCE, AgentMetrics, ConsensusToReference,
                                           Evaluator, Metric)
 from mpi_privopt.problems.consensus.regularizers import penalty_value
-from mpi_privopt.problems.datasets.singular import make_singular
 
-__all__ = ["SINGULAR", "SINGULAR_DATA_SEED", "RECORD_LOSSES", "block_offsets", "singular_block",
-           "Records", "pooled_problem"]
+__all__ = ["RECORD_LOSSES", "block_offsets", "Records", "pooled_problem"]
 
-#: the problem name of the paper's instance
-SINGULAR = "singular"
-#: the authors' data seed (``make_singular(..., rng=18)`` in their notebook)
-SINGULAR_DATA_SEED = 18
 #: losses whose per-record gradient the token method uses (smooth, convex)
 RECORD_LOSSES = ("squared", "logistic")
 
@@ -54,32 +47,6 @@ RECORD_LOSSES = ("squared", "logistic")
 def block_offsets(counts) -> np.ndarray:
     """``offsets[k]``: the global index of agent k's first record (length K + 1)."""
     return np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))])
-
-
-def singular_counts(n_records: int, n_agents: int) -> np.ndarray:
-    """Records per agent of the contiguous split (``numpy.array_split``: the first
-    ``N mod K`` agents hold one more)."""
-    if n_records < n_agents:
-        raise ConfigError(
-            f"[problem] samples = {n_records} records cannot be split among {n_agents} agents",
-            f"for problem {SINGULAR!r}, samples is the total number of records N: give at "
-            f"least one per agent (>= {n_agents})")
-    base, extra = divmod(n_records, n_agents)
-    return np.array([base + (k < extra) for k in range(n_agents)], dtype=np.int64)
-
-
-def singular_block(n_records: int, n_features: int, noise: float, radius: float,
-                   agent: int, n_agents: int) -> tuple[np.ndarray, np.ndarray]:
-    """Agent ``agent``'s contiguous block of the paper's records ``(A, b)``.
-
-    Every agent generates the same N records (seed 18) and keeps its own block, so no data
-    travel.
-    """
-    A, b, _ = make_singular(n_samples=n_records, n_features=n_features,
-                            seed=SINGULAR_DATA_SEED, noise=noise, radius=radius)
-    offsets = block_offsets(singular_counts(n_records, n_agents))
-    rows = slice(int(offsets[agent]), int(offsets[agent + 1]))
-    return np.ascontiguousarray(A[rows]), np.ascontiguousarray(b[rows])
 
 
 class Records:
@@ -102,7 +69,7 @@ class Records:
                 f"the token method needs a smooth per-record loss; the problem's loss is "
                 f"{local.loss.name!r}",
                 f"use a problem with the {' or '.join(RECORD_LOSSES)} loss ([problem] name = "
-                f"\"ridge\", \"elastic-net\", \"{SINGULAR}\", \"logistic\", or [problem] loss)")
+                f"\"ridge\", \"elastic-net\", \"singular\", \"logistic\", or [problem] loss)")
         self.local = local
         self.X, self.y, self.loss = local.X, local.y, local.loss
         self.agent = int(agent)

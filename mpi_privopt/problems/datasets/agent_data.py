@@ -13,7 +13,7 @@ import numpy as np
 from mpi_privopt.errors import ConfigError, DataError
 from mpi_privopt.problems.config import ProblemConfig, problem_loss
 from mpi_privopt.problems.consensus.polynomial_presets import preset_dimension
-from mpi_privopt.problems.registry import POLYNOMIAL
+from mpi_privopt.problems.registry import POLYNOMIAL, PROBLEMS
 from mpi_privopt.problems.datasets.files import (
     Table,
     check_finite,
@@ -21,7 +21,6 @@ from mpi_privopt.problems.datasets.files import (
     read_table,
     short_list,
 )
-from mpi_privopt.problems.consensus.records import SINGULAR, singular_block
 from mpi_privopt.problems.datasets.synthetic import synthetic_agent_data
 
 __all__ = ["load_agent_data", "AGENT_PLACEHOLDER", "agent_path", "classification_labels"]
@@ -45,7 +44,8 @@ def load_agent_data(
     ----------
     cfg : ProblemConfig
         ``cfg.data == ""`` selects synthetic data (``samples``, ``features``, ``noise``;
-        for ``name = "singular"``, agent k's block of the paper's N = ``samples`` records);
+        or the problem's own generator, e.g. for ``name = "singular"`` agent k's block of
+        the paper's N = ``samples`` records);
         otherwise a path to a single ``.npz``/``.csv`` with an ``agent`` column, or a
         pattern containing ``{agent}`` naming one file per agent.
     agent : int
@@ -73,9 +73,9 @@ def load_agent_data(
     if cfg.name == POLYNOMIAL:
         return np.empty((0, preset_dimension(cfg.preset, cfg.features))), np.empty(0)
     task = problem_loss(cfg).task
-    if cfg.name == SINGULAR and not cfg.data:
-        return singular_block(cfg.samples, cfg.features, cfg.noise, cfg.radius, agent,
-                              n_agents)
+    own_generator = PROBLEMS[cfg.name].synthetic if cfg.name in PROBLEMS else None
+    if own_generator is not None and not cfg.data:
+        return own_generator(cfg, agent, n_agents)
     if not cfg.data:
         return synthetic_agent_data(seed, agent, cfg.samples, cfg.features, cfg.noise, task)
     if AGENT_PLACEHOLDER in cfg.data:

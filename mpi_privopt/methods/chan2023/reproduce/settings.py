@@ -3,7 +3,7 @@ them
 (docs/methods/chan2023.md, "Experiments (Section 10 and the notebook)").
 
 Elastic net ``F(x) = (1/N) sum_i (<a_i, x> - b_i)^2 + c1 ||x||_1 + c2 ||x||^2`` on the data
-of :func:`~mpi_privopt.problems.singular.make_singular` (N = 1000 records, n = 64, seed 18,
+of :func:`~mpi_privopt.methods.chan2023.problems.make_singular` (N = 1000 records, n = 64, seed 18,
 label noise 0.01, ``||a_i|| = r``), split as ``f_i(x) = (<a_i, x> - b_i)^2`` (one record per
 iteration) and the public ``g(y) = c1 ||y||_1 + c2 ||y||^2``; x_0 = 3 * ones, lambda_0 = 0,
 100 iterations, 100 runs.
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..gradient_admm import ElasticNetPenalty
 from mpi_privopt.privacy.amplification import contraction_factor, midpoint_eta
-from mpi_privopt.problems.datasets.singular import make_singular
+from mpi_privopt.methods.chan2023.problems import make_singular
 
 #: g(y) = c1 ||y||_1 + c2 ||y||^2 with the paper's c1 = 0.01, c2 = 0.1
 PENALTY = ElasticNetPenalty(c1=0.01, c2=0.1)

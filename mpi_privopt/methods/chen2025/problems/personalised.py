@@ -3,7 +3,7 @@ r"""Personalised learning, Chen & Wang 2025 eq. (22): an aggregative problem on 
 Agent i owns a classifier x_i (its block, n_i = the model's parameter count), a local data
 partition D_i (N_i points) and a history of samples drawn from it. With L(x_i; xi) the
 cross-entropy of x_i on sample xi and weights w_p = c_p / |D_i^t| over the distinct points
-drawn so far (count weights, :mod:`sample_history`; phi = xi;
+drawn so far (count weights, :mod:`~mpi_privopt.problems.aggregative.sample_history`; phi = xi;
 docs/methods/chen2025.md, "Personalised-learning task")::
 
     g_i^t(x_i)      = sum_p w_p L_p(x_i)                                   (r = 1; G_i^t)
