@@ -293,11 +293,11 @@ class TokenChannel:
         if children and for_child is not None:
             self.complete()
             np.copyto(self._send, self._token)
+            releases = [_with_payload(for_child(self._token, v), self._send)
+                        for v in children]
             sent_at = perf_counter()
-            self._pending = [self._net.isend(v, _with_payload(for_child(self._token, v),
-                                                              self._send),
-                                             self.final_phase, self.chain)
-                             for v in children]
+            self._pending = [self._net.isend(v, release, self.final_phase, self.chain)
+                             for v, release in zip(children, releases)]
             self._stamps = net.link_timer.stamp_hops(net.comm, children, sent_at)
         elif children:
             self._send_copy(outgoing, children, self.final_phase)
