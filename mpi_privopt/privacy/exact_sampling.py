@@ -49,10 +49,9 @@ uniform). Draws whose ``|z|`` would overflow the enclosure (``|z| >= 2^(31 - _Z_
 probability below ``1e-9``) get their whole test exactly in Python (:func:`bernoulli_exp`).
 Every decision therefore equals the exact one.
 
-Uniform words come from a :class:`CipherWords` stream: ChaCha20 (the ``cryptography``
-package, i.e. OpenSSL) keyed with 32 bytes of OS entropy (``os.urandom``). A test may pass a
-fixed key to get a reproducible stream; :class:`~mpi_privopt.privacy.noise.SecureNoise` never
-does. ``uniform in [0, b)`` is exact by rejection (``w >= 2^64 - (2^64 mod b)`` is redrawn).
+Uniform words come from a :class:`~mpi_privopt.privacy.cipher_words.CipherWords`
+stream (ChaCha20 keyed by OS entropy; a test may pass a fixed key).
+``uniform in [0, b)`` is exact by rejection (``w >= 2^64 - (2^64 mod b)`` is redrawn).
 
 ``V >= 256`` would overflow the int64 arithmetic (``|Y| >= 256 t``): it has probability
 ``e^-256 = 1e-111`` per draw and raises ``OverflowError`` instead of returning a wrong value.
@@ -61,11 +60,12 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
+
+# the uniform words every sampler draws (re-exported: a sampler's caller makes its stream)
+from .cipher_words import CipherWords, Words  # noqa: F401
 
 #: Fractional bits of the int64 enclosure of ``z`` in the Gaussian's test (module
 #: docstring); tests lower it to exercise the exact fallback often.
@@ -81,48 +81,6 @@ _V_LIMIT = 256
 #: Draws per vectorised pass: the working arrays stay in the CPU cache.
 _CHUNK = 1 << 14
 _TWO64 = 1 << 64
-
-Words = Callable[[int], np.ndarray]
-
-
-class CipherWords:
-    """Uniform 64-bit words from ChaCha20 keyed by OS entropy (or by ``key``, for tests).
-
-    Parameters
-    ----------
-    key : bytes, optional
-        32 bytes. ``None`` (the only use outside tests) draws them from ``os.urandom``.
-    """
-
-    _MAX_BYTES = 1 << 36  # well under ChaCha20's 2^32 blocks of 64 bytes per key
-
-    def __init__(self, key: bytes | None = None) -> None:
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
-
-        self._make = lambda k: Cipher(algorithms.ChaCha20(k, bytes(16)), mode=None).encryptor()
-        self._fixed = key is not None
-        self._rekey(key)
-        self._zeros = bytes(0)
-
-    def _rekey(self, key: bytes | None) -> None:
-        key = os.urandom(32) if key is None else bytes(key)
-        if len(key) != 32:
-            raise ValueError(f"a ChaCha20 key has 32 bytes, got {len(key)}")
-        self._enc = self._make(key)
-        self._used = 0
-
-    def __call__(self, m: int) -> np.ndarray:
-        """``m`` fresh uniform words (uint64)."""
-        nbytes = 8 * m
-        if self._used + nbytes > self._MAX_BYTES:
-            # a derived key keeps a fixed-key (test) stream reproducible
-            self._rekey(self._enc.update(bytes(32)) if self._fixed else None)
-        self._used += nbytes
-        if len(self._zeros) < nbytes:
-            self._zeros = bytes(max(nbytes, 8 * _CHUNK))
-        out = np.empty(m, dtype=np.uint64)
-        self._enc.update_into(memoryview(self._zeros)[:nbytes], memoryview(out).cast("B"))
-        return out
 
 
 # ---- exact scalar helpers (Python integers: the rare paths and the reference) -------------
