@@ -434,5 +434,6 @@ class Network:
         for channel in self._channels:
             channel.free()
         self._channels = []
+        self.link_timer.free()
         if self.comm != MPI.COMM_NULL:
             self.comm.Free()

@@ -32,6 +32,7 @@ one modulo of an integer the meter already keeps.
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from time import perf_counter
 
@@ -40,7 +41,7 @@ from mpi4py import MPI
 
 from . import traffic
 from .traffic import SAMPLE_EVERY, sample_every, set_sample_every  # noqa: F401 (re-exported)
-from .wait import Backoff, BACKOFF_CAP, EXCHANGE_SPIN, wait_exchange
+from .wait import _YIELD_EVERY, _yield, Backoff, BACKOFF_CAP, EXCHANGE_SPIN, wait_exchange
 
 #: the tag of exchange markers and of token-hop stamps on the dist-graph communicator:
 #: phase tags are ``c * 32768 + 1 .. c * 32768 + 32000`` (:mod:`.tags`), so these match
@@ -86,9 +87,15 @@ class LinkTimer:
         self.out_neighbors = [int(v) for v in out_neighbors]
         self.meter = meter
         self._in_index = {v: i for i, v in enumerate(self.in_neighbors)}
-        self._received = np.zeros(len(self.in_neighbors), dtype=np.float64)
-        self._stamp = np.zeros(1, dtype=np.float64)
+        # the markers' buffers: what each in-neighbour sent, what this agent sends
+        self._received = [array("d", [0.0]) for _ in self.in_neighbors]
+        self._stamp = array("d", [0.0])
+        self._requests: tuple | None = None  # persistent, made by the first timed exchange
         self.agree_clocks(comm)
+
+    def __getstate__(self) -> dict:
+        # MPI requests belong to this process: a restored timer makes them again
+        return {**self.__dict__, "_requests": None}
 
     def agree_clocks(self, comm) -> None:
         """Learn which in-neighbours read this agent's clock (collective; again after a
@@ -98,8 +105,7 @@ class LinkTimer:
         comm.Neighbor_allgather(mine, theirs)
         known = bool(mine.any())
         #: per in-link: whether the two ends read one clock (transit is measured)
-        self.same_clock = np.array([known and bool(np.array_equal(row, mine))
-                                    for row in theirs], dtype=bool)
+        self.same_clock = [known and bool(np.array_equal(row, mine)) for row in theirs]
 
     def due(self, exchanges: int) -> bool:
         """Whether the exchange after ``exchanges`` earlier ones of its phase is timed."""
@@ -113,23 +119,36 @@ class LinkTimer:
         ``start`` starts the exchange and returns its request (a persistent request's
         ``Start`` then the request, or a nonblocking collective's call).
         """
+        requests = self._requests
+        if requests is None:
+            requests = self._requests = (
+                [comm.Recv_init(buf, source=v, tag=MARKER_TAG)
+                 for buf, v in zip(self._received, self.in_neighbors)],
+                [comm.Send_init(self._stamp, dest=v, tag=MARKER_TAG)
+                 for v in self.out_neighbors])
+        receives, sends = requests
         began = perf_counter()
-        n_in = len(self.in_neighbors)
-        received = self._received
-        receives = [comm.Irecv(received[i:i + 1], source=v, tag=MARKER_TAG)
-                    for i, v in enumerate(self.in_neighbors)]
+        MPI.Prequest.Startall(receives)
         self._stamp[0] = perf_counter()
-        sends = [comm.Isend(self._stamp, dest=v, tag=MARKER_TAG) for v in self.out_neighbors]
+        MPI.Prequest.Startall(sends)
         request = start()
-        arrived = np.zeros(n_in, dtype=np.float64)
-        present = _wait_each(receives, arrived)
+        arrived, present = _wait_each(receives)
         wait_exchange(request)
         MPI.Request.Waitall(sends)
-        waits = np.maximum(arrived - began, 0.0)
-        # a marker found at the first test arrived at an unknown earlier time: no transit
-        transit = np.where(self.same_clock & ~present, arrived - received, np.nan)
-        self.meter.record_link_time(phase, waits, transit)
+        # a marker found by the first tests arrived at an unknown earlier time: no transit
+        self.meter.record_link_time(
+            phase, [max(t - began, 0.0) for t in arrived],
+            [t - buf[0] if same and not there else None
+             for t, buf, same, there in zip(arrived, self._received, self.same_clock,
+                                            present)])
         return request
+
+    def free(self) -> None:
+        """Release the markers' persistent requests (before the communicator goes)."""
+        if self._requests is not None:
+            for request in self._requests[0] + self._requests[1]:
+                request.Free()
+            self._requests = None
 
     # -- a token's hops ---------------------------------------------------------------------
 
@@ -156,19 +175,21 @@ def complete_stamps(pending: list) -> None:
     MPI.Request.Waitall([r for r in pending if isinstance(r, MPI.Request)])
 
 
-def _wait_each(requests: list, arrived: np.ndarray) -> np.ndarray:
-    """Complete ``requests``, writing the :func:`perf_counter` at which each was seen
-    complete into ``arrived``: tested in a loop for :data:`EXCHANGE_SPIN` seconds (the
-    core handed over between tests), then with sleeps of a :class:`Backoff` between.
+def _wait_each(requests: list) -> tuple[list[float], list[bool]]:
+    """Complete ``requests``; return the :func:`perf_counter` at which each was seen
+    complete, and whether it was among those seen by the first :data:`_FIRST_TESTS`
+    tests, made back to back: those had arrived before the wait began (an MPI library
+    matches a message that is already there only when a test drives its progress, so one
+    test is not enough to tell), at a time nobody saw.
 
-    Returns which requests were seen complete by the first :data:`_FIRST_TESTS` tests,
-    made back to back: those had arrived before the wait began (an MPI library matches a
-    message that is already there only when a test drives its progress, so one test is
-    not enough to tell), at a time nobody saw.
+    Tested in a loop for :data:`EXCHANGE_SPIN` seconds (the core handed over after every
+    few tests, as :func:`~.wait.wait_request` does), then with sleeps of a
+    :class:`Backoff` between.
     """
-    present = np.zeros(len(requests), dtype=bool)
+    n = len(requests)
+    arrived, present = [0.0] * n, [False] * n
     tests = 0
-    pending = list(range(len(requests)))
+    pending = list(range(n))
     deadline = perf_counter() + EXCHANGE_SPIN
     backoff = None
     while pending:
@@ -176,25 +197,14 @@ def _wait_each(requests: list, arrived: np.ndarray) -> np.ndarray:
         now = perf_counter()
         tests += 1
         if done:
-            finished = set(done)
-            for k in finished:
+            for k in done:
                 arrived[pending[k]] = now
                 present[pending[k]] = tests <= _FIRST_TESTS
-            pending = [i for k, i in enumerate(pending) if k not in finished]
-        elif tests < _FIRST_TESTS:
-            continue
+            pending = [i for k, i in enumerate(pending) if k not in done]
         elif now < deadline:
-            _yield()
+            if tests % _YIELD_EVERY == 0:  # as wait_request: the core handed over at times
+                _yield()
         else:
             backoff = backoff or Backoff(BACKOFF_CAP)
             backoff.sleep()
-    return present
-
-
-try:
-    from os import sched_yield as _yield
-except ImportError:  # pragma: no cover
-    from time import sleep as _sleep
-
-    def _yield() -> None:
-        _sleep(0)
+    return arrived, present

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-#: by default every SAMPLE_EVERY-th exchange of each phase is timed per link (the first
-#: is one; :mod:`.link_time`)
-SAMPLE_EVERY = 16
+#: by default every SAMPLE_EVERY-th exchange of each phase is timed per link (the first is
+#: one; :mod:`.link_time`); a run sets ``run.link_time_every``, whose default this is
+SAMPLE_EVERY = 50
 #: the sampling in force, read on every exchange (set it with :func:`set_sample_every`)
 every_n = SAMPLE_EVERY
 
@@ -111,8 +111,8 @@ class TrafficMeter:
         self.by_phase: dict[str, PhaseCounters] = {}
         # Time blocked in point-to-point receives; not attributable to an out-link.
         self.receive_seconds: dict[str, float] = {}
-        #: per phase, a 4 x n_in array: rows :data:`LINK_TIME` (sums and sample counts)
-        self.link_time: dict[str, np.ndarray] = {}
+        #: per phase, 4 lists of n_in numbers: :data:`LINK_TIME` (sums and sample counts)
+        self.link_time: dict[str, list[list[float]]] = {}
 
     def __setstate__(self, state: dict) -> None:
         # a meter saved before link times were measured (a checkpoint of an older run)
@@ -120,27 +120,32 @@ class TrafficMeter:
         state.setdefault("link_time", {})
         self.__dict__.update(state)
 
-    def _link_time(self, phase: str) -> np.ndarray:
+    def _link_time(self, phase: str) -> list[list[float]]:
         table = self.link_time.get(phase)
         if table is None:
-            table = self.link_time[phase] = np.zeros((4, len(self.in_neighbors)))
+            n_in = len(self.in_neighbors)
+            table = self.link_time[phase] = [[0.0] * n_in for _ in LINK_TIME]
         return table
 
-    def record_link_time(self, phase: str, waits: np.ndarray, transits: np.ndarray) -> None:
+    def record_link_time(self, phase: str, waits: Sequence[float],
+                         transits: Sequence[float | None]) -> None:
         """Book one timed exchange: per in-link, the receiver's wait and the link's transit
-        (NaN: not measured on that link)."""
-        table = self._link_time(phase)
-        table[0] += waits
-        table[1] += 1
-        measured = ~np.isnan(transits)
-        table[2, measured] += transits[measured]
-        table[3, measured] += 1
+        (None: not measured on that link)."""
+        # plain floats: a timed exchange books a handful of numbers, where numpy's
+        # per-call overhead would be most of its cost
+        wait, waits_n, transit, transits_n = self._link_time(phase)
+        for i, (w, t) in enumerate(zip(waits, transits)):
+            wait[i] += w
+            waits_n[i] += 1
+            if t is not None:
+                transit[i] += t
+                transits_n[i] += 1
 
     def record_hop(self, phase: str, link: int, transit: float) -> None:
         """Book one token hop that came in on in-link number ``link``, and its transit."""
         table = self._link_time(phase)
-        table[2, link] += transit
-        table[3, link] += 1
+        table[2][link] += transit
+        table[3][link] += 1
 
     def counters(self, phase: str) -> PhaseCounters:
         """The counters of ``phase`` (created on first use)."""

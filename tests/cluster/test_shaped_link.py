@@ -33,7 +33,8 @@ def _run(tmp_path: Path, name: str, shape: str | None):
     if shape:
         env["MULTIHOST_SHAPE"] = shape
     proc = run_child(["bash", str(SCRIPT), "--set", f"run.iterations={T}",
-                      "--set", f"run.eval_every={T}"], timeout=1200, env=env)
+                      "--set", f"run.eval_every={T}", "--set", "run.link_time_every=5"],
+                     timeout=1200, env=env)
     lines = proc.stdout.strip().splitlines() or [""]
     if proc.returncode == 77:
         pytest.skip(lines[-1])

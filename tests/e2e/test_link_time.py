@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from launch_util import needs_mpiexec, run_mpiexec
-from mpi_privopt.network.traffic import SAMPLE_EVERY
 
 pytestmark = needs_mpiexec
 
@@ -24,12 +23,14 @@ RANKS = 4
 SLOW = 2
 #: 49 exchanges: timed at 0, 16, 32 and 48
 T = 49
+EVERY = 16
 TIMEOUT = 120
 
 
 def _run(out: Path, *args: str, env: dict | None = None):
     done = run_mpiexec(RANKS, [sys.executable, "-m", "mpi4py", "-m", "mpi_privopt", "run",
-                               *args, "--set", f"run.iterations={T}", "--out", str(out),
+                               *args, "--set", f"run.iterations={T}",
+                               "--set", f"run.link_time_every={EVERY}", "--out", str(out),
                                "--quiet"], timeout=TIMEOUT, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads((out / "traffic.json").read_text())
@@ -47,14 +48,14 @@ def test_a_slow_agents_out_links_stand_out(tmp_path):
                    "--set", f"run.eval_every={T}",
                    env={"MPI_PRIVOPT_TEST_FAULT": f"slow@iteration:{SLOW}:0:0.05"})
     total = traffic["total"]
-    # every link was timed on the same exchanges: one in SAMPLE_EVERY of its messages
+    # every link was timed on the same exchanges: one in EVERY of its messages
     messages = np.array(total["messages"])
     samples = np.array(total["wait_samples"])
     linked = messages > 0
     assert linked.sum() == RANKS * (RANKS - 1)
-    assert np.array_equal(samples[linked], -(-messages[linked] // SAMPLE_EVERY))
+    assert np.array_equal(samples[linked], -(-messages[linked] // EVERY))
     assert np.all(samples[~linked] == 0)
-    assert traffic["link_time_every"] == SAMPLE_EVERY
+    assert traffic["link_time_every"] == EVERY
     assert "receiver" in traffic["units"]["wait_seconds"]
     wait = _means(total, "wait")
     for receiver in range(RANKS):

@@ -25,8 +25,8 @@ def _meters() -> list[TrafficMeter]:
     for m in meters:
         m.record_all("x", 8, 0.01)
     receiver = meters[1]
-    receiver.record_link_time("x", np.array([0.5, 0.1]), np.array([np.nan, 0.2]))
-    receiver.record_link_time("x", np.array([0.3, 0.1]), np.array([0.4, np.nan]))
+    receiver.record_link_time("x", [0.5, 0.1], [None, 0.2])
+    receiver.record_link_time("x", [0.3, 0.1], [0.4, None])
     receiver.record_hop("token", 1, 0.07)  # in-link 1: from agent 2
     return meters
 
@@ -38,7 +38,7 @@ def test_the_receivers_times_land_on_its_in_links():
     # column 1 (the receiver), rows 0 and 2 (its in-neighbours)
     np.testing.assert_allclose(total["wait_seconds"][:, 1], [0.8, 0.0, 0.2])
     np.testing.assert_array_equal(total["wait_samples"][:, 1], [2, 0, 2])
-    # a transit not measured (NaN) is neither summed nor counted; a hop's is
+    # a transit not measured (None) is neither summed nor counted; a hop's is
     np.testing.assert_allclose(total["transit_seconds"][:, 1], [0.4, 0.0, 0.27])
     np.testing.assert_array_equal(total["transit_samples"][:, 1], [1, 0, 2])
     assert total["wait_samples"].dtype == np.int64
@@ -84,6 +84,8 @@ def test_a_meter_saved_before_link_times_reads_back_without_them():
 
 
 def test_sampling_is_set_for_every_exchange_and_refuses_a_negative_count():
+    from mpi_privopt.config import RunConfig
+    assert RunConfig().link_time_every == traffic.SAMPLE_EVERY  # the run's default
     try:
         set_sample_every(4)
         assert traffic.every_n == 4
