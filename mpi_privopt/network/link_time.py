@@ -41,7 +41,8 @@ from mpi4py import MPI
 
 from . import traffic
 from .traffic import SAMPLE_EVERY, sample_every, set_sample_every  # noqa: F401 (re-exported)
-from .wait import _YIELD_EVERY, _yield, Backoff, BACKOFF_CAP, EXCHANGE_SPIN, wait_exchange
+from .wait import (_YIELD_EVERY, BACKOFF_CAP, EXCHANGE_SPIN, Backoff, _yield, wait_exchange,
+                   wait_sleeping)
 
 #: the tag of exchange markers and of token-hop stamps on the dist-graph communicator:
 #: phase tags are ``c * 32768 + 1 .. c * 32768 + 32000`` (:mod:`.tags`), so these match
@@ -51,9 +52,6 @@ HOP_TAG = 32766
 
 #: the tests, back to back, that find the markers already there (:func:`_wait_each`)
 _FIRST_TESTS = 4
-
-#: the rows of a phase's per-in-link array (:attr:`TrafficMeter.link_time`)
-WAIT, WAITS, TRANSIT, TRANSITS = range(4)
 
 
 def boot_id() -> bytes:
@@ -164,7 +162,8 @@ class LinkTimer:
         it was there before the receive was posted, so its arrival is unknown): its
         transit where the two ends share a clock."""
         stamp = np.zeros(1, dtype=np.float64)
-        comm.Recv(stamp, source=source, tag=HOP_TAG)  # sent right after the token
+        # sent right after the token; asleep meanwhile, as the token's own wait
+        wait_sleeping(comm.Irecv(stamp, source=source, tag=HOP_TAG))
         i = self._in_index[source]
         if arrived is not None and self.same_clock[i]:
             self.meter.record_hop(phase, i, arrived - float(stamp[0]))

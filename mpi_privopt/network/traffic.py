@@ -77,8 +77,8 @@ class PhaseCounters:
         return getattr(self, name) + shared
 
 
-#: the link-time quantities of the matrices, in the rows of :attr:`TrafficMeter.link_time`
-#: (:mod:`.link_time`'s WAIT, WAITS, TRANSIT, TRANSITS)
+#: the link-time quantities of the matrices, in the order of :attr:`TrafficMeter.link_time`'s
+#: lists (sums of seconds and their sample counts, :mod:`.link_time`)
 LINK_TIME = ("wait_seconds", "wait_samples", "transit_seconds", "transit_samples")
 #: what each link-time matrix holds (traffic.json's ``units``)
 LINK_TIME_UNITS = {
