@@ -6,6 +6,8 @@ ledger's upper bound (docs/privacy-audit.md).
   tests, membership-advantage bounds (pure functions, for any audit or attack);
 * :mod:`.canary`: the replace-one canary (clipped gradient +-c1 u) and, per method, the
   clean value of each world computed by the method's own step functions;
+* :mod:`.shift`: the one formula of the white-box sensitivity check (a release's realised
+  shift over its booked sensitivity), shared by every harness and the contract's check;
 * :mod:`.harness`: what is attached to the agents of a run (the target's trials, every
   agent's wire record);
 * :mod:`.method_audit`: what a method's ``audit()`` hook returns (how the runner attaches

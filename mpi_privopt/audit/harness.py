@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..privacy.noise import FastNoise
 from .canary import canary_gradient
+from .shift import shift_ratio
 from .stats import gaussian_lr_weights
 
 __all__ = ["AUDIT_NOISE_TAG", "MEMBERSHIP_NOISE", "MembershipTrials", "NoiseChecks",
@@ -137,7 +138,7 @@ class TrialStatistics:
         self.noise = NoiseChecks()
         self.booked_mu2 = 0.0
         self.shift_mu2 = 0.0
-        #: the largest ||c+ - c-|| / booked sensitivity seen
+        #: the largest ||c+ - c-|| / booked sensitivity seen (:func:`~.shift.shift_ratio`)
         self.worst_shift_ratio = 0.0
         self.releases = 0
 
@@ -150,10 +151,8 @@ class TrialStatistics:
         self.statistic += (payload - 0.5 * (plus + minus)) @ gaussian_lr_weights(shift, sigma)
         self.noise.add((payload - values) / sigma)
         self.booked_mu2 += (booked / sigma) ** 2
-        norm = float(np.linalg.norm(shift))
-        self.shift_mu2 += (norm / sigma) ** 2
-        if booked > 0:
-            self.worst_shift_ratio = max(self.worst_shift_ratio, norm / booked)
+        self.shift_mu2 += (float(np.linalg.norm(shift)) / sigma) ** 2
+        self.worst_shift_ratio = max(self.worst_shift_ratio, shift_ratio(plus, minus, booked))
         self.releases += 1
 
     def to_dict(self) -> dict:

@@ -230,7 +230,7 @@ class AmplifiedGaussianEvent(PrivacyEvent):
     """A record's noisy iteration (``base``), seen ``iterations_after`` noisy iterations later.
 
     ``base`` is the Gaussian event of the iteration that used the record: sensitivity
-    ``eta * Delta``, noise ``sigma``, with the record's ``owner`` and ``record``; the wrapper
+    ``eta * Delta / (1 + eta * beta)`` (token-admm), noise ``sigma``, with the record's ``owner`` and ``record``; the wrapper
     carries the same owner, unit and record. What it is worth (amplification by iteration,
     Chan, Xie & Zhao 2023) is :mod:`~mpi_privopt.privacy.amplification`'s to say.
 

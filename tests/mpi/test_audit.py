@@ -201,8 +201,7 @@ def token_audit(comm, shared_dir, name, overrides=(), trials=4000):
 
 
 @pytest.mark.mpi(min_size=3)
-def test_token_admm_passes_and_its_ledger_is_conservative_by_one_plus_eta_beta(comm,
-                                                                              shared_dir):
+def test_token_admm_passes_and_books_exactly_the_realised_shift(comm, shared_dir):
     report = token_audit(comm, shared_dir, "token-ok")
     assert report["passed"], report["flags"]
     assert report["link"] == [0, 1]  # the ring hands agent 0's token to agent 1
@@ -212,12 +211,17 @@ def test_token_admm_passes_and_its_ledger_is_conservative_by_one_plus_eta_beta(c
     holds, records = -(-100 // comm.size), -(-20 // comm.size)
     uses = -(-holds // records)
     assert report["releases"] == uses
-    assert ledger == pytest.approx(math.sqrt(uses) * 1.753086 * 8.0 / 20.0, rel=1e-9)
-    # the booked sensitivity is eta Delta; the update divides it by (1 + eta beta)
-    assert report["worst_shift_ratio"] == pytest.approx(1 / (1 + 1.753086 * 0.9), rel=1e-9)
+    # the booked sensitivity is eta Delta / (1 + eta beta) (eq. (7) divides the gradient
+    # step by 1 + eta beta), Delta = 2 clip = 8, sigma = 20
+    shift = 1.753086 * 8.0 / (1 + 1.753086 * 0.9)
+    assert ledger == pytest.approx(math.sqrt(uses) * shift / 20.0, rel=1e-9)
+    # the canary's records (+-clip u) differ by exactly Delta: the shift attains the bound
+    # (it was 1 / (1 + eta beta) = 0.388 while the ledger booked eta Delta)
+    assert report["worst_shift_ratio"] == pytest.approx(1.0, rel=1e-9)
     reachable = report["shift_mu"]
-    assert report["bound"]["mu_lower"] <= reachable <= ledger
-    assert report["bound"]["mu_lower"] >= 0.5 * reachable
+    assert reachable == pytest.approx(ledger, rel=1e-9)
+    assert report["bound"]["mu_lower"] <= ledger
+    assert report["bound"]["mu_lower"] >= 0.5 * ledger
     attack = report["membership"]
     assert attack["advantage_lower"] <= attack["gdp_bound"]
 

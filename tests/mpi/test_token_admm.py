@@ -195,7 +195,8 @@ def test_observer_matrix_of_a_four_rank_ring(root):
         return
     constants = AmplificationConstants(eta=eta, beta=SETTINGS["beta"], nu=2 * RADIUS ** 2,
                                        mu_g=0.2)
-    local = local_rho(eta, 2 * clip, sigma)
+    # the paper's local bound over (1 + eta beta)^2: eq. (7) divides the gradient step
+    local = local_rho(eta, 2 * clip, sigma) / (1 + eta * SETTINGS["beta"]) ** 2
     rho = json.loads((out / "privacy.json").read_text())["links"]["rho"]
     for q, seen in expected.items():
         for j in range(4):
@@ -267,7 +268,7 @@ def test_observer_matrix_of_a_walk_with_amplification(root):
     assert min(ratios) < 1.0, "some record is seen many iterations later: amplified"
     if comm.rank != 0:
         return
-    local = local_rho(eta, 2 * clip, sigma)
+    local = local_rho(eta, 2 * clip, sigma) / (1 + eta * beta) ** 2
     report = json.loads((out / "privacy.json").read_text())
     # every record's book, per observer: the sum of its sightings' amplified rho
     booked = defaultdict(float)

@@ -19,7 +19,10 @@ def test_sigma_for_epsilon_inverts_local_rho_and_the_conversion(epsilon):
     rho = local_rho(1.753086, 8.0, sigma)  # the experiment's eta, Delta = 2 x clip 4
     assert rho == pytest.approx(calibrate_zcdp_total(epsilon, 1e-5, "tight"), rel=1e-12)
     assert zcdp_to_eps_tight(rho, 1e-5) == pytest.approx(epsilon, rel=1e-6)
-    assert distributed.local(sigma) == pytest.approx(rho, rel=1e-14)
+    assert distributed.paper_local(sigma) == pytest.approx(rho, rel=1e-14)
+    # the runs book (eta Delta / (1 + eta beta))^2 / (2 sigma^2): eq. (7)'s 1 + eta beta
+    assert distributed.local(sigma) == pytest.approx(rho / (1 + 1.753086 * 0.9) ** 2,
+                                                     rel=1e-14)
 
 
 def test_sigma_for_epsilon_matches_the_privacy_doc_and_decreases():

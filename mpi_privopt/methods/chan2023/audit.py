@@ -8,7 +8,8 @@ method's real ``_iterate`` once per trial with the record's clipped gradient rep
 ``b clip u`` (``b = +-1``: the replace-one canary) and the chain's noise stream replaced by
 the audit's. The holder after the target sees the released ``x~'`` directly (k = 0: no
 amplification), so each such release is a Gaussian mechanism of sensitivity
-``eta Delta`` and noise ``sigma``, which the ledger books for that link.
+``eta Delta / (1 + eta beta)`` (the method's ``sensitivity``) and noise ``sigma``, which the
+ledger books for that link.
 
 The clean values of the two worlds come from the method's own
 :func:`~mpi_privopt.methods.chan2023.gradient_admm.iteration`; the statistic, the noise tests and
@@ -29,7 +30,8 @@ from ...audit.canary import canary_direction
 from ...audit.harness import MembershipTrials, TrialStatistics, audit_noise
 from ...audit.method_audit import AuditRun, MethodAudit
 
-__all__ = ["CANARY_RECORD", "TokenAudit", "TokenTrials", "check_token_audit", "token_link"]
+__all__ = ["CANARY_RECORD", "TokenAudit", "TokenTrials", "canary_worlds", "check_token_audit",
+           "token_link"]
 
 #: the target's record the canary replaces (the ring order uses it first, so most often)
 CANARY_RECORD = 0
@@ -48,6 +50,17 @@ def check_token_audit(cfg) -> None:
         raise ConfigError("token-admm without noise or without clipping has an unbounded "
                           "loss: nothing to audit",
                           "set algorithm.sigma > 0 and a finite algorithm.clip")
+
+
+def canary_worlds(algorithm, token: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The clean ``x'`` of one iteration on ``token`` in the two canary worlds: the record's
+    clipped gradient replaced by ``+clip u`` and by ``-clip u`` (the method's own
+    :func:`~mpi_privopt.methods.chan2023.gradient_admm.iteration`; the two records differ by
+    ``2 clip = Delta``)."""
+    n, p = algorithm.dim, algorithm.params
+    x_tilde, lam = token[:n], token[n:]
+    return tuple(iteration(x_tilde, lam, sign * p.clip * u, algorithm.penalty, p.beta,
+                           p.eta)[2] for sign in (1.0, -1.0))
 
 
 def token_link(plan, target: int) -> tuple[int, int]:
@@ -107,10 +120,6 @@ class TokenTrials:
 
         algorithm._iterate = _iterate
 
-    def _world(self, x_tilde, lam, sign: float) -> np.ndarray:
-        a, p = self.algorithm, self.algorithm.params
-        return iteration(x_tilde, lam, sign * p.clip * self.u, a.penalty, p.beta, p.eta)[2]
-
     def _released(self, original, c: int, i: int, token: np.ndarray,
                   gradients: np.ndarray, noise) -> np.ndarray:
         """The released ``x~'`` of the method's real ``_iterate`` once per row of
@@ -132,11 +141,11 @@ class TokenTrials:
     def on_canary(self, original, c: int, i: int, token: np.ndarray) -> None:
         a, p = self.algorithm, self.algorithm.params
         n = a.dim
-        plus, minus = self._world(token[:n], token[n:], 1.0), self._world(token[:n], token[n:], -1.0)
+        plus, minus = canary_worlds(a, token, self.u)
         canary = p.clip * self.u
         gradients = np.where(self.positive[:, None], canary, -canary)
         payload = self._released(original, c, i, token, gradients, self.noise)
-        booked = a.noise[0].effective_sensitivity(p.eta * a.delta_radius, n)
+        booked = a.sensitivity
         self.trials.add(payload, plus, minus, p.sigma, booked)
         if self.membership is not None:  # "in": the canary's gradient; "out": none
             gradients = self.membership.worlds(np.zeros(n), canary)
@@ -180,8 +189,7 @@ class TokenAudit(MethodAudit):
         harness = TokenTrials(agent, algorithm, u, run.worlds(1),
                               audit_noise(algorithm.noise[0], run.seed, run.target),
                               *run.own_membership(algorithm.noise[0], u))
-        booked = algorithm.noise[0].effective_sensitivity(
-            algorithm.params.eta * algorithm.delta_radius, algorithm.dim)
+        booked = algorithm.sensitivity
         run.agree(lambda: run.check_trials(math.sqrt(uses) * booked / algorithm.params.sigma))
         harness.attach()
         return harness

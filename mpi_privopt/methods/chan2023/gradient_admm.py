@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["ElasticNetPenalty", "soft_threshold", "y_step", "dual_step", "x_step",
-           "iteration"]
+           "iteration", "x_sensitivity"]
 
 
 def soft_threshold(v: np.ndarray, c1: float) -> np.ndarray:
@@ -92,3 +92,19 @@ def iteration(x_tilde: np.ndarray, lam: np.ndarray, gradient: np.ndarray,
     y = y_step(x_tilde, lam, penalty, beta)
     lam_new = dual_step(lam, x_tilde, y, beta)
     return y, lam_new, x_step(x_tilde, gradient, y, lam_new, beta, eta)
+
+
+def x_sensitivity(eta: float, beta: float, radius: float) -> float:
+    """The l2 sensitivity of one iteration's x' to its record: ``eta Delta / (1 + eta beta)``.
+
+    Two records whose gradients differ by at most ``radius`` (Delta, Definition 3.3) at
+    every point, used in the same iteration on the same token ``(xt, lam)``, give the same
+    y (eq. 5) and lam' (eq. 6), which do not touch f; in eq. (7) (Lemma 3.2 with A = I)
+    only the gradient term differs, so ``x'_1 - x'_2 = -eta (g_1 - g_2) / (1 + eta beta)``
+    and ``||x'_1 - x'_2|| <= eta Delta / (1 + eta beta)``, with equality for a pair whose
+    gradients at xt differ by exactly Delta (two records clipped to opposite directions).
+    The paper's proof of Corollaries 6.2 and 7.3 bounds ``(I + eta beta A^T A)^-1`` by 1
+    and books ``eta Delta``; with A = I it is exactly ``1 / (1 + eta beta)``
+    (docs/methods/chan2023.md, "Sensitivity of one iteration").
+    """
+    return eta * radius / (1.0 + eta * beta)

@@ -24,10 +24,13 @@ Privacy, per observer: every agent that sees the token (a holder, a relay, a rec
 the final release) is an observer. When the token reaches observer q, q sees every
 iteration done since its previous sighting for the first time, each ``k`` noisy iterations
 after it; the message to q carries, for each such iteration's record j (of another agent),
-the event ``AmplifiedGaussianEvent(GaussianEvent(eta Delta, sigma, owner, record), k)``,
-which :mod:`~mpi_privopt.privacy.amplification` resolves to ``min(local, amplified)``
-zCDP. Delta is the replace-one radius: ``2 clip`` with clipping, else the declared bounded
-domain's ``2 max ||grad f||`` (a declaration, not enforced;
+the event ``AmplifiedGaussianEvent(GaussianEvent(eta Delta / (1 + eta beta), sigma,
+owner, record), k)``, which :mod:`~mpi_privopt.privacy.amplification` resolves to
+``min(local, amplified)`` zCDP. ``eta Delta / (1 + eta beta)`` is what replacing the record
+can move x' (:func:`~mpi_privopt.methods.chan2023.gradient_admm.x_sensitivity`: eq. (7)
+divides the gradient step by ``1 + eta beta``; docs/methods/chan2023.md, "Sensitivity of
+one iteration"). Delta is the replace-one radius: ``2 clip`` with clipping, else the
+declared bounded domain's ``2 max ||grad f||`` (a declaration, not enforced;
 docs/methods/chan2023.md, "Sensitivity"). With sigma = 0 or an
 unbounded Delta every such event is non-private (unbounded, never zero).
 """
@@ -47,10 +50,10 @@ from ...privacy.release import Release
 from ...problems.registry import PROBLEMS
 from ...network import walks
 from ..contract import Algorithm
-from .gradient_admm import ElasticNetPenalty, iteration
+from .gradient_admm import ElasticNetPenalty, iteration, x_sensitivity
 from .token_plan import TOKEN_SCHEDULES, TokenPlan, plan_chain
 
-__all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "replace_one_radius"]
+__all__ = ["TokenADMM", "BOUNDS", "EXPONENTS", "booked_local_rho", "replace_one_radius"]
 
 #: the note of a non-private token event
 UNBOUNDED_NOTE = "token-admm: sigma = 0 or no bound on Delta (set algorithm.clip or algorithm.domain)"
@@ -106,6 +109,14 @@ def _check_problem(name: str, cfg) -> None:
         raise ConfigError(
             f"[problem] clip = {cfg.problem.clip} is set, but {name!r} clips each record's "
             "gradient itself", "remove [problem] clip and set algorithm.clip")
+
+
+def booked_local_rho(eta: float, beta: float, radius: float, sigma: float) -> float:
+    """The zCDP token-admm books for one use of a record seen directly (k = 0):
+    ``(eta Delta / (1 + eta beta))^2 / (2 sigma^2)``
+    (:func:`~mpi_privopt.methods.chan2023.gradient_admm.x_sensitivity`; the paper's
+    Corollary 6.2 states ``(eta Delta)^2 / (2 sigma^2)``)."""
+    return x_sensitivity(eta, beta, radius) ** 2 / (2.0 * sigma ** 2)
 
 
 def replace_one_radius(params: TokenADMMParams, loss) -> float:
@@ -198,6 +209,10 @@ class TokenADMM(Algorithm):
         mode = agent.privacy.noise if agent.privacy is not None else "fast"
         self.noise = [chain_noise(mode, agent.seed, agent.id, c) for c in range(params.chains)]
         self.delta_radius = replace_one_radius(params, records.loss)
+        #: what one iteration's record moves the released x~' by, as booked (the grid's
+        #: rounding in secure mode added): eta Delta / (1 + eta beta)
+        self.sensitivity = self.noise[0].effective_sensitivity(
+            x_sensitivity(params.eta, params.beta, self.delta_radius), n)
         nu = params.nu or (records.loss.max_curvature * params.feature_bound ** 2)
         if not math.isfinite(nu):  # bound = "local" (checked): nu is never used
             nu = 1.0
@@ -254,9 +269,7 @@ class TokenADMM(Algorithm):
         owner, record = int(plan.owners[i]), int(plan.records[i])
         if not self.private_events:
             return NonPrivateEvent(UNBOUNDED_NOTE, owner=owner, record=record)
-        sensitivity = self.noise[0].effective_sensitivity(
-            self.params.eta * self.delta_radius, self.dim)
-        base = GaussianEvent(sensitivity, self.params.sigma, owner=owner, unit="record",
+        base = GaussianEvent(self.sensitivity, self.params.sigma, owner=owner, unit="record",
                              record=record)
         return AmplifiedGaussianEvent(base, k, self.constants, owner=owner, unit="record",
                                       record=record)
@@ -337,9 +350,8 @@ class TokenADMM(Algorithm):
 
     def report(self) -> dict:
         p = self.params
-        eta_delta = p.eta * self.delta_radius
         local_rho = (math.inf if not self.private_events
-                     else eta_delta ** 2 / (2.0 * p.sigma ** 2))
+                     else booked_local_rho(p.eta, p.beta, self.delta_radius, p.sigma))
         out = {"schedule": p.schedule, "chains": p.chains, "Delta": self.delta_radius,
                "local_rho": local_rho, "bound": booked_bound(self.constants),
                "exponent": p.exponent, "nu": self.constants.nu,

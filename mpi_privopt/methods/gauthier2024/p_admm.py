@@ -57,7 +57,8 @@ class PADMM(Algorithm):
 
     There is no step size: the local problem is solved by Newton's method, which is what
     "smooth objectives only" buys. The solve ends at the exact minimiser of the quadratic
-    piece it lands in (a full step that keeps the set of unclipped samples), up to the
+    piece it lands in (a full step that keeps the set of unclipped samples and the side of
+    every clipped one), up to the
     rounding of that linear solve, or when the Newton direction falls below
     1e-15 (1 + max|w|) in every coordinate; it is capped at
     ``NEWTON_ITERATIONS`` (60) iterations, and a solve stopped by the cap (not at the
@@ -141,8 +142,9 @@ class PADMM(Algorithm):
         (The consensus term rho sum_l ||w - c_l||^2 is rho d_k ||w||^2 - 2 rho w^T sum_l c_l
         up to a constant; ``linear`` = gamma - 2 rho sum_l c_l.) Newton's method with
         backtracking on a piecewise-quadratic, strongly convex function: it ends when a full
-        step keeps the active set (the unclipped samples), i.e. lands on the exact minimiser
-        of the quadratic piece it lies in, which is then the global one.
+        step keeps the piece (the unclipped samples, and the side of each clipped one), i.e.
+        lands on the exact minimiser of the quadratic piece it lies in, which is then the
+        global one.
         """
         problem = self.agent.problem
         X, mu = problem.X, self.strong_convexity - 2.0 * problem.l2 / problem.n_agents
@@ -157,7 +159,9 @@ class PADMM(Algorithm):
 
         w = start.copy()
         f0 = value(w)
-        active = np.abs(X @ w - problem.y) <= self._threshold
+        residual = X @ w - problem.y
+        active = np.abs(residual) <= self._threshold
+        piece = np.where(active, 0.0, np.sign(residual))
         self.solves += 1
         for _ in range(self.newton_iterations):
             g = gradient(w)
@@ -175,8 +179,13 @@ class PADMM(Algorithm):
                     f0 - 0.25 * t * decrease + slack):
                 t *= 0.5
             w, f0 = candidate, trial  # f0 = value(w) for the next iteration
-            previous, active = active, np.abs(X @ w - problem.y) <= self._threshold
-            if t == 1.0 and np.array_equal(active, previous):
+            residual = X @ w - problem.y
+            previous, active = piece, np.abs(residual) <= self._threshold
+            # the piece is the active set and the side of every clipped sample (its linear
+            # term changes sign with its residual): only a full step that keeps both lands
+            # on the minimiser of the piece the Newton model was built on
+            piece = np.where(active, 0.0, np.sign(residual))
+            if t == 1.0 and np.array_equal(piece, previous):
                 return w  # the exact minimiser of the quadratic piece it lies in: the minimiser
         self.capped_solves += 1
         if self.capped_solves == 1:
