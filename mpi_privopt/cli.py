@@ -19,7 +19,8 @@ import sys
 import traceback
 
 from .config import DEFAULT_EXPERIMENT
-from .entrypoint import fail_user, load_agreed_config
+from .entrypoint import (fail_user, leave_on_early_interrupt, leave_together,
+                         load_agreed_config)
 from .errors import UserError
 
 
@@ -33,7 +34,9 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
+    from . import entrypoint
     from .prelaunch import preload_for_rank_0, resume_config, validate_before_mpi
+    entrypoint.EARLY_INTERRUPT = "before the first iteration: nothing was run"
     # the run parser leaves CONFIG unset (None) so that a resume can tell "default" typed
     # by the user, which it refuses, from no CONFIG at all
     config, out = args.config or DEFAULT_EXPERIMENT, args.out
@@ -61,7 +64,9 @@ def cmd_run(args) -> int:
                   f"{result.summary.diverged_at_iteration} (agents "
                   f"{', '.join(map(str, result.summary.diverged_agents))}); its results are "
                   f"in {result.run_dir}", file=sys.stderr, flush=True)
-        return 3
+        # every rank knows (the status above): leave together, so that `python -m
+        # mpi4py` does not make each rank call MPI_Abort on a non-zero exit
+        leave_together(3)
     return 0
 
 
@@ -336,6 +341,8 @@ _COMMANDS = ("run", "check", "list", "bench", "privacy", "doctor", "report", "au
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m mpi_privopt`` and ``mpi-privopt``."""
+    if argv is None:  # the program (a caller passing argv keeps its own SIGINT handling)
+        leave_on_early_interrupt()  # Ctrl-C before a run's loop: one line, no rank waiting
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((w for w in words if not w.startswith("-")), None)
     args = build_parser(command if command in _COMMANDS else None).parse_args(argv)

@@ -57,11 +57,20 @@ class PrivacyConfig:
     finite budget with a non-private algorithm is refused before the run starts.
     ``noise`` is where mechanisms draw noise: ``fast`` (seeded numpy streams, reproducible)
     or ``secure`` (OS entropy and an exact discrete sampler; needs the ``secure`` extra).
+    ``accounting`` is how a method that has a nominal accounting books its releases:
+    ``derived`` (the default: sensitivities proven from the bounds the run enforces) or
+    ``nominal`` (the paper's constants, labelled "not a privacy guarantee"; for comparison
+    with a paper's plots). Methods whose accounting is always proven ignore it.
     """
 
     epsilon: float = math.inf
     delta: float = 1e-5
     noise: str = "fast"
+    accounting: str = "derived"
+
+
+#: the values of ``privacy.accounting``
+ACCOUNTINGS = ("derived", "nominal")
 
 
 @dataclass
@@ -346,6 +355,11 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
     if privacy.noise not in NOISE_MODES:
         raise ConfigError(f"privacy.noise = {privacy.noise!r} is unknown",
                           "use 'fast' (reproducible experiments) or 'secure' (deployment)")
+    if privacy.accounting not in ACCOUNTINGS:
+        raise ConfigError(f"privacy.accounting = {privacy.accounting!r} is unknown",
+                          'use "derived" (proven sensitivity bounds, the default) or "nominal" '
+                          "(the paper's constants, not a guarantee: for comparison with its "
+                          "plots)")
     run = build_section(RunConfig, raw.get("run", {}), "run")
     for key in ("iterations", "eval_every"):
         if getattr(run, key) < 1:

@@ -197,17 +197,20 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     eval_comm = comm.Dup()  # the monitor's channel: never algorithm traffic
     hold = SignalHold()  # from the end of the loop: signals wait for the commit
     try:
-        session = set_up(cfg, out, comm, eval_comm,
-                         stream if comm.Get_rank() == 0 else None, on_setup, resume)
-        if session.root:
-            mode = cfg.run.progress if progress is None else ("on" if progress else "off")
-            session.progress = progress_line(mode, cfg.run.iterations)
-        try:
-            iterate(session, hold)
-        finally:
-            if session.progress is not None:
-                session.progress.close()
-        return finish(session)
+        # numpy's error state as the caller had it once the run returns (a run whose
+        # iterate diverged silences its floating-point warnings: _loop)
+        with np.errstate():
+            session = set_up(cfg, out, comm, eval_comm,
+                             stream if comm.Get_rank() == 0 else None, on_setup, resume)
+            if session.root:
+                mode = cfg.run.progress if progress is None else ("on" if progress else "off")
+                session.progress = progress_line(mode, cfg.run.iterations)
+            try:
+                iterate(session, hold)
+            finally:
+                if session.progress is not None:
+                    session.progress.close()
+            return finish(session)
     finally:
         run_lock.release()  # rank 0's claim of the run directory, held until now
         eval_comm.Free()
@@ -338,12 +341,19 @@ def _loop(s: Session, watch, services: list[RunService], first: int, iterations:
     algorithm, net, divergence = ctx.state.algorithm, ctx.state.net, ctx.state.divergence
     start = loop.start
     loop.flush_rows = lambda: _flush_rows(s)  # a checkpoint completes the rows in flight
+    quiet = False  # numpy's floating-point warnings silenced (a recorded divergence)
     for n in range(first, iterations + 1):
         net.round = n
         try:
             algorithm.step(n)
             watch.progress(n)
-            divergence.check(algorithm.estimate, n)
+            divergence.check(algorithm.estimate, n, algorithm)
+            if divergence.first is not None and not quiet:
+                # run.on_divergence = "record": the iterate overflows from here on, and
+                # each numpy operation would say so; the summary says it once (run()
+                # restores the caller's error state)
+                np.seterr(over="ignore", invalid="ignore", divide="ignore")
+                quiet = True
         except Diverged as err:
             _flush_rows(s)
             write_json(stop_record_path(s.run_dir, s.rank, "diverged"),

@@ -7,6 +7,7 @@ Shared by the command line (:mod:`mpi_privopt.cli`) and the attack runner
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -14,8 +15,17 @@ from typing import NoReturn
 
 from .errors import UserError
 
+#: what an interrupt before the loop stopped (``run`` sets it: nothing was run)
+EARLY_INTERRUPT = ""
+#: seconds task 0 gives the launcher to forward its line before it aborts the job, on an
+#: interrupt before the loop (the other tasks wait twice as long for that abort)
+INTERRUPT_GRACE_SECONDS = 0.5
+
 #: seconds a rank whose error another rank reports waits for that rank's abort
 QUIET_WAIT_SECONDS = 10.0
+
+#: set to 1 to see an internal error's traceback (errors.InternalError) before its message
+TRACEBACK_ENV = "MPI_PRIVOPT_TRACEBACK"
 
 #: what launchers set to say how many tasks they started, and which one a process is
 #: (MPICH's hydra and PMI, Open MPI, PMIx, Slurm's srun)
@@ -107,7 +117,8 @@ def _world():
 def fail_user(err: UserError) -> NoReturn:
     """Print a user error once and exit non-zero on every rank without a hang.
 
-    The status is the error's ``status`` (3 for a diverged run), 2 for bad input.
+    The status is the error's ``status`` (3 for a diverged run, 1 for an internal error),
+    2 for bad input.
     """
     comm = _world()
     collective = getattr(err, "collective", False)
@@ -116,6 +127,9 @@ def fail_user(err: UserError) -> NoReturn:
         # only if that abort never comes.
         time.sleep(QUIET_WAIT_SECONDS)
     if not collective or comm.Get_rank() == 0:
+        detail = getattr(err, "detail", "")  # an InternalError's traceback, when asked for
+        if detail and os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            print(detail, file=sys.stderr, end="", flush=True)
         where = ("" if collective or getattr(err, "for_all", False) or comm.Get_size() == 1
                  else f"[agent {comm.Get_rank()}] ")
         print(f"mpi_privopt: error: {where}{err}", file=sys.stderr, flush=True)
@@ -142,3 +156,54 @@ def leave_together(status: int) -> NoReturn:
     sys.stderr.flush()
     MPI.Finalize()
     sys.exit(status)
+
+
+
+def leave_on_early_interrupt() -> None:
+    """Until a run's loop takes the signals over, SIGINT (Ctrl-C) ends the job at once.
+
+    The launcher sends SIGINT to every rank, each anywhere in its start (an import, the
+    set-up, a collective wait): they cannot agree on a stop as the loop does
+    (services/stop_signal.py), and a KeyboardInterrupt is not a way out either (each rank
+    printed its traceback, and one raised inside an import's callback is swallowed: that
+    rank went on into the set-up and waited for ever for the others). So the handler
+    ends the job from the rank it runs on (:func:`interrupted_before_the_loop`). The
+    loop's handlers replace it and put it back when the loop ends; after the loop the
+    run's end holds the signals (run_commit.SignalHold).
+    """
+    signal.signal(signal.SIGINT, lambda signum, frame: interrupted_before_the_loop())
+
+
+def interrupted_before_the_loop() -> NoReturn:
+    """End the job on SIGINT that came before a run's loop handles signals: one line from
+    the launcher's task 0, and no rank left waiting.
+
+    Task 0 says it, releases a claim of a run directory it holds (removing the directory
+    if nothing was written there yet), lets the launcher forward the line
+    (:data:`INTERRUPT_GRACE_SECONDS`) and aborts the job (MPI_Abort, status 130 and the
+    launcher's one ``Abort(130)`` line). The other tasks wait for that abort, and end by
+    the signal if it does not come (task 0 was already in its loop). A task without MPI
+    started also ends by the signal: one that left normally before MPI_Init would leave
+    the others inside MPI_Init waiting for it for ever (the launcher ends the job only for
+    a task a signal killed), and none may finalise while the others are in a collective.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C changes nothing now
+    root = announced_rank(os.environ) == 0
+    if root:
+        print(f"mpi_privopt: interrupted by SIGINT {EARLY_INTERRUPT}".rstrip(),
+              file=sys.stderr, flush=True)
+        lock = sys.modules.get("mpi_privopt.run_lock")
+        if lock is not None:
+            lock.release_all()
+    sys.stdout.flush()
+    time.sleep(INTERRUPT_GRACE_SECONDS * (1 if root else 2))
+    mpi = sys.modules.get("mpi4py.MPI")
+    try:
+        started = mpi.Is_initialized() and not mpi.Is_finalized()
+    except AttributeError:  # MPI not imported, or interrupted while it was imported
+        started = False
+    if root and started:
+        mpi.COMM_WORLD.Abort(130)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(130)  # not reached: the signal ends the process

@@ -37,3 +37,19 @@ class DataError(UserError):
 
 class PrivacyBudgetExceeded(UserError):
     """A release would exceed an agent's privacy budget."""
+
+
+class InternalError(UserError):
+    """An unexpected exception (a bug, not the user's input) inside a collective step.
+
+    It takes the collective path of a :class:`UserError` (:mod:`mpi_privopt.mpiutil`): every
+    rank raises it, rank 0 says it once and every rank leaves with status 1, instead of
+    the failing rank's traceback while the others wait for it in the next collective call.
+    ``detail`` is the failing rank's traceback, printed when ``MPI_PRIVOPT_TRACEBACK=1``.
+    """
+
+    status = 1
+
+    def __init__(self, what: str, fix: str | None = None, detail: str = "") -> None:
+        super().__init__(what, fix)
+        self.detail = detail

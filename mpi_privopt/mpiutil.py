@@ -5,18 +5,25 @@
   ranks stop together with one clear message instead of some ranks waiting forever in the
   next collective call.
 * :func:`computed_once`: rank 0 computes, every rank gets the result (or its error).
+
+In both, any other exception a step raises (a bug, not the user's input) reaches every
+rank as an :class:`~mpi_privopt.errors.InternalError` naming the failing rank and the
+exception: the others never wait for a rank that has left the protocol, and the command
+line says it once (tests/mpi/test_collective_errors.py).
 * :func:`abort_others`: the job ends from one rank that alone knows it failed (the others
   may be waiting on it in a collective call).
 """
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from typing import TypeVar
 
 from mpi4py import MPI
 
-from .errors import UserError
+from .errors import InternalError, UserError
+from .services import faults
 from .network import wait_sleeping
 
 T = TypeVar("T")
@@ -32,26 +39,22 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
     others wait for it at a barrier that sleeps instead of MPI's polling
     (:func:`~mpi_privopt.network.wait_sleeping`), then exchange the outcomes.
     """
-    failure = None
+    failure = cause = None
     result = None
     try:
         result = step()
-    except UserError as err:
-        failure = (type(err), err.what, err.fix)
+    except Exception as err:  # noqa: BLE001  (every rank must learn it, a bug too)
+        failure, cause = _failure(err, comm.Get_rank()), err
     wait_sleeping(comm.Ibarrier())
     failures = comm.allgather(failure)
     for rank, failed in enumerate(failures):
         if failed is not None:
-            cls, what, fix = failed
-            err = cls(what, fix)
-            err.collective = True
-            err.rank = rank
-            raise err
+            raise _collective(failed, rank) from (cause if rank == comm.Get_rank() else None)
     return result  # type: ignore[return-value]
 
 
-def computed_once(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
-    """``step()`` on rank 0 only, its result on every rank (or its UserError on every rank).
+def computed_once(comm: MPI.Intracomm, step: Callable[[], T], root: int = 0) -> T:
+    """``step()`` on ``root`` only, its result on every rank (or its error on every rank).
 
     For a pure computation that every rank would otherwise repeat, loading its libraries
     (a calibration's root finder: scipy) on every rank, and for one that needs every rank's
@@ -59,21 +62,48 @@ def computed_once(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
     The other ranks wait without keeping a core busy (an MPI wait polls), since with more
     ranks than cores rank 0's computation needs the cores they would take.
     """
-    payload = None
-    if comm.Get_rank() == 0:
+    global _once_calls
+    payload = cause = None
+    if comm.Get_rank() == root:
+        _once_calls += 1
         try:
+            faults.fault("computed-once", comm.Get_rank(), _once_calls)  # tests only
             payload = (True, step())
-        except UserError as err:
-            payload = (False, (type(err), err.what, err.fix))
+        except Exception as err:  # noqa: BLE001  (the others wait for this rank: a bug too)
+            payload, cause = (False, _failure(err, root)), err
     wait_sleeping(comm.Ibarrier())
-    ok, value = comm.bcast(payload, root=0)
+    ok, value = comm.bcast(payload, root=root)
     if ok:
         return value
-    cls, what, fix = value
-    err = cls(what, fix)
+    raise _collective(value, root) from cause
+
+
+#: computed_once's calls on this process (the fault tests name one by its number)
+_once_calls = 0
+
+
+def _failure(err: Exception, rank: int) -> tuple:
+    """What the other ranks are told of the exception ``err`` raised on ``rank``."""
+    if isinstance(err, UserError):
+        return (type(err), err.what, err.fix,
+                err.detail if isinstance(err, InternalError) else "")
+    frame = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
+    where = (f" (in {frame.name}, {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+             if frame is not None else "")
+    return (InternalError,
+            f"internal error on agent {rank}: {type(err).__name__}: {err}{where}",
+            "this is a bug in mpi_privopt, not in your input: please report it with this "
+            "message and the command; MPI_PRIVOPT_TRACEBACK=1 prints its traceback",
+            "".join(traceback.format_exception(err)))
+
+
+def _collective(failure: tuple, rank: int) -> UserError:
+    """The error every rank raises for ``failure`` (:func:`_failure`) on ``rank``."""
+    cls, what, fix, detail = failure
+    err = cls(what, fix, detail) if cls is InternalError else cls(what, fix)
     err.collective = True
-    err.rank = 0
-    raise err
+    err.rank = rank
+    return err
 
 
 def abort_others(code: int) -> None:

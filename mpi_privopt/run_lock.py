@@ -317,6 +317,18 @@ def _held_elsewhere(path: Path, what: str, owner: dict) -> RunDirInUse:
         f"claim: rm {shlex.quote(str(path))}")
 
 
+def release_all() -> None:
+    """Release every claim this process holds and remove each claimed directory that is
+    still empty (a run interrupted in its set-up, before anything was written there)."""
+    directories = [path.parent for path in _HELD]
+    release()
+    for directory in directories:
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # something was written (or a resume's own directory): keep it
+
+
 def release(run_dir: str | Path | None = None) -> None:
     """Release the claim this process holds on ``run_dir`` (None: every claim it holds).
 

@@ -259,6 +259,16 @@ class Algorithm(ABC):
         """
         return None
 
+    def gradient_step(self, n: int) -> tuple[str, float, float | None] | None:
+        """The gradient step this agent takes at iteration ``n``, for the divergence guard
+        to set against the curvature it descends (mpi_privopt/services/divergence.py):
+        ``(key, step, curvature)``, the config key that sets the step, the step's value
+        (the factor in front of the gradient) and the Lipschitz constant of the gradient
+        (None when the problem does not know it). None (the default): no gradient step
+        to measure.
+        """
+        return None
+
     def extend(self, fresh: "Algorithm", iterations: int) -> None:
         """Go on past the iterations this (restored) method was set up for, to
         ``iterations``, taking what depends on the run's length from ``fresh`` (the method

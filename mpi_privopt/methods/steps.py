@@ -15,3 +15,11 @@ def step_size(schedule: str, base: float, n: int) -> float:
     if schedule == "inverse":
         return base / n
     raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
+
+
+def curvature(problem) -> float | None:
+    """The Lipschitz constant of ``problem``'s gradient, or None where it does not know
+    it (a nonsmooth loss, a problem without the constant): what a method's
+    ``gradient_step`` sets its step against."""
+    smoothness = getattr(problem, "smoothness", None)
+    return smoothness() if smoothness is not None else None

@@ -151,6 +151,8 @@ def zcdp_optimal_order(rho: float, delta: float) -> float:
     # Solve in y = a - 1 so that a - 1 keeps full relative precision when a is close to 1.
     g = lambda y: rho * y * y + math.log1p(y) - big_l  # noqa: E731
     hi = math.sqrt(big_l / rho)  # g(hi) = ln(1 + hi) > 0 and g(0) = -ln(1/delta) < 0
+    while g(hi) <= 0.0:  # for rho above ~1e30, ln(1 + hi) is below rho hi^2's rounding
+        hi *= 2.0
     y = scipy.optimize.brentq(g, 0.0, hi, xtol=1e-300, rtol=_RTOL, maxiter=1000)
     return 1.0 + y
 
@@ -184,6 +186,10 @@ def zcdp_to_eps_tight(rho: float, delta: float) -> float:
     if _kl_floor_holds(rho, delta):
         return 0.0
     a = zcdp_optimal_order(rho, delta)
+    if a - 1.0 < 1e-8:
+        # rho above ~1e16: the order is 1 to within rounding and ln(1 - 1/a) is lost; the
+        # standard bound (valid, never below this one) agrees to ~1e-8 relative there
+        return zcdp_to_eps_standard(rho, delta)
     return max(0.0, _cks_eps(rho * a, a, math.log(delta)))
 
 

@@ -58,7 +58,7 @@ def zcdp_rho(event: PrivacyEvent) -> float:
     if epsilon is None:
         raise UnsupportedEventError(f"{event!r} has no zCDP cost",
                                     "give a Gaussian, Laplace, pure-DP or zCDP event")
-    return 0.5 * epsilon ** 2
+    return 0.5 * epsilon * epsilon  # inf, not OverflowError, past eps ~ 1e154
 
 
 def pure_epsilon(event: PrivacyEvent) -> float | None:

@@ -21,19 +21,22 @@ the final state (mpi_privopt/run_commit.py), whatever ``run.checkpoint_every`` s
 """
 from __future__ import annotations
 
-import json
 import pickle
+import secrets
 from typing import Any
 
 from ..errors import ConfigError
 from .base import CarriedState, LoopState, RunContext
-from .checkpoint_files import (FORMAT, FULL_DISK_ERRORS, LATEST, CheckpointWriteError,
-                               checkpoint_dir, config_fingerprint, latest, pickle_record,
-                               pickle_state, remove_stale, resume_command, state_path,
-                               try_write, unpickle_state, write_atomic, write_fix)
+from .checkpoint_files import (FORMAT, FULL_DISK_ERRORS, LATEST, PREVIOUS,
+                               CheckpointWriteError, checkpoint_dir, config_fingerprint,
+                               pickle_record, remove_stale, resume_command, state_path,
+                               try_write, write_atomic, write_fix, write_pointer)
+from .checkpoint_format import encode_rank_file
 from .faults import fault
+from .state_pickle import pickle_state, trusted_modules, unpickle_state
 
-__all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsaveable"]
+__all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsaveable",
+           "restore_state", "unpickle_roots"]
 
 
 def refuse_unsaveable(cfg) -> None:
@@ -84,18 +87,33 @@ def dump_state(ctx: RunContext, state: CarriedState) -> bytes:
     """The pickled ``state`` (:func:`state_roots`); ConfigError if the method holds
     something that cannot be saved."""
     try:
-        return pickle_state(state_roots(state), externals(ctx, state))
+        return pickle_state(state_roots(state), externals(ctx, state),
+                            trusted_modules(ctx.cfg))
     except (pickle.PicklingError, TypeError, AttributeError) as err:
         raise ConfigError(f"{ctx.cfg.algorithm.name!r} cannot be checkpointed: its "
                           f"state holds something that cannot be saved ({err})",
                           "run without run.checkpoint_every (and do not interrupt it)") from None
 
 
+def unpickle_roots(ctx: RunContext, saved: bytes) -> dict[str, Any]:
+    """The saved carried objects (:func:`state_roots`), the fresh set-up supplying the
+    :func:`externals`. Local: no MPI call.
+
+    Raises ``pickle.UnpicklingError`` when the state names anything outside the
+    allow-list (mpi_privopt/services/state_pickle.py)."""
+    return unpickle_state(saved, externals(ctx, ctx.state), trusted_modules(ctx.cfg))
+
+
 def load_state(ctx: RunContext, saved: bytes) -> CarriedState:
-    """The saved carried objects in place of ``ctx.state`` (the fresh set-up supplies the
-    :func:`externals`), with the network's persistent requests rebuilt."""
+    """The saved carried objects in place of ``ctx.state``, with the network's
+    persistent requests rebuilt (collective)."""
+    return restore_state(ctx, unpickle_roots(ctx, saved))
+
+
+def restore_state(ctx: RunContext, roots: dict[str, Any]) -> CarriedState:
+    """:func:`unpickle_roots`' objects in place of ``ctx.state``, with the network's
+    persistent requests rebuilt (collective: every rank, in the same order)."""
     fresh = ctx.state
-    roots = unpickle_state(saved, externals(ctx, fresh))
     algorithm = roots["algorithm"]
     net = algorithm.agent.net
     # The fresh set-up's channels hold persistent requests on buffers nobody uses now;
@@ -121,6 +139,12 @@ class Checkpointer:
         self.every = ctx.cfg.run.checkpoint_every
         #: the iteration of the last checkpoint this run wrote or resumed from
         self.saved_at: int | None = None
+        #: the run's id in every checkpoint file's header (drawn by its first checkpoint)
+        self.run_id: str | None = None
+        #: rank 0: the pointer (latest.json's content) of ``saved_at``
+        self.pointer: dict | None = None
+        #: rank 0: the SHA-256 of the run's graph.edgelist (a resume checks it)
+        self.edgelist_sha256: str | None = None
         self._dir = checkpoint_dir(ctx.run_dir)
 
     def due(self, n: int, last: int) -> bool:
@@ -173,15 +197,19 @@ class Checkpointer:
         state = ctx.state
         rank, ranks = ctx.rank, ctx.size
         fault("checkpoint-begin", rank, n)
+        if self.run_id is None:  # the first checkpoint of the run: one id for its files
+            self.run_id = ctx.eval_comm.bcast(secrets.token_hex(8) if rank == 0 else None)
         meta = _jsonable({"format": FORMAT, "iteration": n, "rank": rank, "ranks": ranks,
                 "algorithm_seconds": algorithm_seconds, "eval_seconds": eval_seconds,
                 "ledger": state.ledger.to_dict(), "bytes_sent": sent_bytes(state.net.meter),
                 "traffic": state.net.meter.rows(ranks),
                 **({"wall_seconds": wall_seconds} if final else {})})
         path = state_path(ctx.run_dir, rank, n)
-        failure = None
+        failure = digest = None
         try:
-            record = pickle_record(meta, dump_state(ctx, state))
+            data, digest = encode_rank_file(
+                {"run": self.run_id, "rank": rank, "iteration": n, "ranks": ranks},
+                pickle_record(meta, dump_state(ctx, state)))
         except ConfigError as err:
             if not final:
                 raise
@@ -191,27 +219,43 @@ class Checkpointer:
             failure = err.what
         if failure is None:
             failure = try_write(lambda: (self._dir.mkdir(exist_ok=True),
-                                         write_atomic(path, record, "checkpoint-write", rank, n)))
-        failures = ctx.eval_comm.allgather(failure)
+                                         write_atomic(path, data, "checkpoint-write", rank, n)))
+        written = ctx.eval_comm.allgather((failure, digest))
+        failures = [f for f, _ in written]
         if not any(failures) and rank == 0:
-            failure = try_write(lambda: self._point_latest(ctx, n, ranks, final))
+            failure = try_write(lambda: self._point_latest(ctx, n, ranks, [d for _, d in written],
+                                                           final))
         failures = [f for f in failures if f] or [ctx.eval_comm.bcast(failure, root=0)]
         if failures[0]:
             path.unlink(missing_ok=True)
             raise self._write_error(ctx, n, failures[0])
-        remove_stale(ctx.run_dir, rank, keep=path)
+        # the previous complete checkpoint stays: a resume falls back to it when this one
+        # is damaged (services/checkpoint_choice.py)
+        keep = {path} | ({state_path(ctx.run_dir, rank, self.saved_at)}
+                         if self.saved_at is not None else set())
+        remove_stale(ctx.run_dir, rank, keep=keep)
         self.saved_at = n
 
-    def _point_latest(self, ctx: RunContext, n: int, ranks: int, final: bool = False) -> None:
+    def _point_latest(self, ctx: RunContext, n: int, ranks: int, digests: list[str],
+                      final: bool = False) -> None:
+        """Rank 0, once every rank has written: ``previous.json`` names the checkpoint
+        before (``self.pointer``), then ``latest.json`` the new one."""
         from ..topology import graph_hash
-        info = {"format": FORMAT, "iteration": n, "ranks": ranks,
-                "config": config_fingerprint(ctx.cfg), "graph_hash": graph_hash(ctx.graph),
+        from .checkpoint_choice import edgelist_sha256
+        if self.edgelist_sha256 is None:  # written by the run's set-up, before any checkpoint
+            self.edgelist_sha256 = edgelist_sha256(ctx.run_dir)
+        info = {"format": FORMAT, "run": self.run_id, "iteration": n, "ranks": ranks,
+                "files": digests, "config": config_fingerprint(ctx.cfg),
+                "graph_hash": graph_hash(ctx.graph), "edgelist_sha256": self.edgelist_sha256,
                 "noise": ctx.state.noise.mode, "delta": ctx.cfg.privacy.delta, "final": final}
-        write_atomic(self._dir / LATEST, (json.dumps(info, indent=2) + "\n").encode())
+        if self.pointer is not None:
+            write_pointer(self._dir / PREVIOUS, self.pointer)
+        write_pointer(self._dir / LATEST, info)
+        self.pointer = info
 
     def _write_error(self, ctx: RunContext, n: int, failure: str) -> CheckpointWriteError:
-        kept = latest(ctx.run_dir)
-        kept_text = (f"the checkpoint of iteration {kept['iteration']} is kept"
+        kept = self.saved_at is not None
+        kept_text = (f"the checkpoint of iteration {self.saved_at} is kept"
                      if kept else "no earlier checkpoint exists")
         full = "the disk is full: " if failure.split(":", 1)[0] in FULL_DISK_ERRORS else ""
         fix = write_fix(failure, self._dir)

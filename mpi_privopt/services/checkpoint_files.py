@@ -1,18 +1,25 @@
 """The checkpoint's files: where they are, how they are written, and how they are read.
 
-Per rank, ``RUN_DIR/checkpoint/rank-K-iter-N.ckpt`` is a pickle of a plain record
-``{"meta": ..., "state": bytes}``: the metadata (iteration, rank count, the ledger's and the
-traffic meter's snapshots) is readable without unpickling any class (:func:`read_meta`:
+Per rank, ``RUN_DIR/checkpoint/rank-K-iter-N.ckpt`` holds a checked header (its length,
+SHA-256 and identity: the run's id, the rank, the iteration, the rank count;
+mpi_privopt/services/checkpoint_format.py) and then a pickle of a plain record
+``{"meta": ..., "state": bytes}``: the metadata (iteration, rank count, the ledger's and
+the traffic meter's snapshots) is readable without unpickling any class (:func:`read_meta`:
 ``report`` shows a killed run from it); the state is the rank's carried objects, pickled
-again inside (mpi_privopt/services/checkpoint.py). ``checkpoint/latest.json`` names the
-iteration of the last complete checkpoint, with the config (without ``run.iterations``)
-and the graph hash a resume must match (mpi_privopt/services/resume.py).
+again inside through an allow-list (mpi_privopt/services/state_pickle.py).
+``checkpoint/latest.json`` names the iteration of the last complete checkpoint, with the
+run's id, every rank file's SHA-256, the config (without ``run.iterations``), the graph's
+hash and the SHA-256 of the run's ``graph.edgelist``, all under a checksum of its own;
+``checkpoint/previous.json`` is the same for the complete checkpoint before it, whose
+files are kept too (a resume falls back to it when the latest is damaged:
+mpi_privopt/services/checkpoint_choice.py).
 
 Atomicity: a rank writes ``.NAME.partial``, fsyncs and renames it (:func:`write_atomic`);
-once every rank has written, rank 0 points ``latest.json`` at the new iteration (again
-write-and-rename), and only then are the older files removed (:func:`remove_stale`). A rank
-killed, or a disk that fills, at any moment leaves ``latest.json`` naming a complete
-checkpoint.
+once every rank has written, rank 0 writes ``previous.json`` (the pointer of the
+checkpoint before) and then points ``latest.json`` at the new iteration (each written and
+renamed), and only then are the files of older checkpoints removed
+(:func:`remove_stale`). A rank killed, or a disk that fills, at any moment leaves
+``latest.json`` naming a complete checkpoint.
 """
 from __future__ import annotations
 
@@ -26,21 +33,23 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .checkpoint_format import (FORMAT, CheckpointDamaged, decode_pointer, decode_rank_file,
+                                encode_pointer, missing_file)
 from .faults import fault
 
-__all__ = ["CHECKPOINT_DIR", "CheckpointWriteError", "FORMAT", "LATEST", "STATE_FILE",
-           "checkpoint_dir", "config_fingerprint", "latest", "read_meta", "read_record",
-           "remove_stale", "resume_command", "saved_ledgers", "state_path", "try_write",
-           "write_atomic"]
+__all__ = ["CHECKPOINT_DIR", "CheckpointDamaged", "CheckpointWriteError", "FORMAT", "LATEST",
+           "PREVIOUS", "STATE_FILE", "checkpoint_dir", "config_fingerprint", "identity",
+           "latest", "pointers", "read_meta", "read_record", "remove_stale", "resume_command",
+           "saved_ledgers", "state_path", "try_write", "write_atomic", "write_pointer"]
 
 #: the checkpoint directory inside a run directory
 CHECKPOINT_DIR = "checkpoint"
 #: names the iteration of the last complete checkpoint (written last, by rank 0)
 LATEST = "latest.json"
+#: names the complete checkpoint before it (a resume's fallback)
+PREVIOUS = "previous.json"
 #: one rank's state at one iteration
 STATE_FILE = "rank-{rank}-iter-{iteration}.ckpt"
-#: bumped when the file layout changes; a resume refuses another version
-FORMAT = 1
 
 
 class CheckpointWriteError(UserError):
@@ -69,33 +78,56 @@ def config_fingerprint(cfg) -> dict:
     return json.loads(json.dumps(data, default=str))  # as JSON reads it back (inf, tuples)
 
 
-def latest(run_dir: str | Path) -> dict | None:
-    """``checkpoint/latest.json`` of ``run_dir`` (None when the run has no checkpoint)."""
-    path = checkpoint_dir(run_dir) / LATEST
-    if not path.is_file():
+# -- latest.json and previous.json ------------------------------------------------------------
+
+def write_pointer(path: Path, info: dict) -> None:
+    """``info`` written to ``path`` (``latest.json``, ``previous.json``) with its checksum,
+    whole or not at all."""
+    write_atomic(path, encode_pointer(info))
+
+
+def _read_pointer(path: Path) -> dict | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         return None
-    return json.loads(path.read_text())
+    except OSError as err:
+        raise CheckpointDamaged(f"{path} cannot be read ({err.strerror or err})",
+                                "make it readable, or restore the run directory") from None
+    return decode_pointer(path, data)
 
 
-# -- pickling: the state inside, plain metadata outside -------------------------------------
+def latest(run_dir: str | Path) -> dict | None:
+    """``checkpoint/latest.json`` of ``run_dir``, checked (None when the run has none).
 
-class _StatePickler(pickle.Pickler):
-    def __init__(self, file, names: dict[int, str]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._names = names
+    Raises
+    ------
+    CheckpointDamaged
+        When it cannot be read or does not match its checksum.
+    """
+    return _read_pointer(checkpoint_dir(run_dir) / LATEST)
 
-    def persistent_id(self, obj):  # noqa: D102 (pickle's hook)
-        return self._names.get(id(obj))
+
+def pointers(run_dir: str | Path) -> list[tuple[Path, dict | None, CheckpointDamaged | None]]:
+    """``latest.json`` then ``previous.json``: each file, its checked content (None if it
+    is absent or damaged) and what is wrong with it (None if nothing)."""
+    found = []
+    for name in (LATEST, PREVIOUS):
+        path = checkpoint_dir(run_dir) / name
+        try:
+            found.append((path, _read_pointer(path), None))
+        except CheckpointDamaged as err:
+            found.append((path, None, err))
+    return found
 
 
-class _StateUnpickler(pickle.Unpickler):
-    def __init__(self, file, objects: dict[str, Any]) -> None:
-        super().__init__(file)
-        self._objects = objects
+def identity(info: dict, rank: int) -> dict:
+    """What rank ``rank``'s file of the checkpoint ``info`` (a pointer) must say it is."""
+    return {"run": info.get("run"), "rank": rank, "iteration": info["iteration"],
+            "ranks": info["ranks"]}
 
-    def persistent_load(self, pid):  # noqa: D102
-        return self._objects[pid]
 
+# -- a rank's file: the checked header, then the metadata outside and the state inside ------
 
 class _MetaUnpickler(pickle.Unpickler):
     """Reads the outer record only: plain data, no class is ever imported."""
@@ -104,41 +136,85 @@ class _MetaUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a checkpoint's metadata names {module}.{name}")
 
 
-def pickle_state(roots: dict[str, Any], externals: dict[str, Any]) -> bytes:
-    """``roots`` pickled, every object of ``externals`` saved by its name only."""
-    names = {id(obj): name for name, obj in externals.items()}
-    buffer = io.BytesIO()
-    _StatePickler(buffer, names).dump(roots)
-    return buffer.getvalue()
-
-
-def unpickle_state(state: bytes, externals: dict[str, Any]) -> dict[str, Any]:
-    """The roots of :func:`pickle_state`, each name of ``externals`` replaced by its object."""
-    return _StateUnpickler(io.BytesIO(state), externals).load()
-
-
 def pickle_record(meta: dict, state: bytes) -> bytes:
     return pickle.dumps({"meta": meta, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def read_meta(path: str | Path) -> dict:
-    """The metadata of one rank's checkpoint file (no class is unpickled)."""
-    with open(path, "rb") as handle:
-        return _MetaUnpickler(handle).load()["meta"]
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise missing_file(path, "is missing") from None
+    except OSError as err:
+        raise CheckpointDamaged(f"the checkpoint file {path} cannot be read "
+                                f"({err.strerror or err})",
+                                "make it readable by every rank") from None
 
 
-def read_record(path: str | Path) -> dict:
-    with open(path, "rb") as handle:
-        return _MetaUnpickler(handle).load()
+def read_record(path: Path, info: dict, rank: int) -> dict:
+    """Rank ``rank``'s record ``{"meta", "state"}`` of the checkpoint ``info``, once its
+    file's length, checksum and identity are checked (before any byte is unpickled).
+
+    Raises
+    ------
+    CheckpointDamaged
+        When the file is missing, short, damaged, or not the one ``info`` recorded.
+    """
+    files = info.get("files") or []
+    payload = decode_rank_file(path, _read_bytes(path), identity(info, rank),
+                               files[rank] if rank < len(files) else None)
+    try:
+        record = _MetaUnpickler(io.BytesIO(payload)).load()
+    except Exception as err:  # its checksum matched: written so by a faulty writer
+        raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: {err}",
+                                "start a new run") from None
+    if not (isinstance(record, dict) and isinstance(record.get("meta"), dict)
+            and isinstance(record.get("state"), bytes)):
+        raise CheckpointDamaged(f"the checkpoint file {path} holds no checkpoint record",
+                                "start a new run")
+    return record
+
+
+def read_meta(path: str | Path, info: dict | None = None, rank: int = 0) -> dict:
+    """The metadata of one rank's checkpoint file (no class is unpickled), checked
+    against the pointer ``info`` when given. A file of format 1 (no header, written
+    before the checks) is read as it is."""
+    path = Path(path)
+    data = _read_bytes(path)
+    if data[:1] == b"\x80":  # format 1: a bare pickle
+        try:
+            return _MetaUnpickler(io.BytesIO(data)).load()["meta"]
+        except Exception as err:
+            raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: {err}",
+                                    "start a new run") from None
+    if info is None:
+        raise CheckpointDamaged(f"no checkpoint names {path}", "give its latest.json")
+    return read_record(path, info, rank)["meta"]
 
 
 def saved_ledgers(run_dir: str | Path) -> tuple[dict, list[dict]] | None:
-    """``latest.json`` and every rank's ledger and traffic snapshot at that checkpoint."""
-    info = latest(run_dir)
-    if info is None:
+    """The pointer of the newest usable checkpoint and every rank's metadata (ledger and
+    traffic snapshots) at it; None when the run has none that can be read."""
+    for path, info, _problem in pointers(run_dir):
+        if info is None:
+            info = _format_1(path)  # a run written before the checks: read as it is
+            if info is None:
+                continue
+        try:
+            return info, [read_meta(state_path(run_dir, k, info["iteration"]), info, k)
+                          for k in range(info["ranks"])]
+        except CheckpointDamaged:
+            continue
+    return None
+
+
+def _format_1(path: Path) -> dict | None:
+    """A ``latest.json`` of format 1 (no checksum), for ``report`` only; else None."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
-    metas = [read_meta(state_path(run_dir, k, info["iteration"])) for k in range(info["ranks"])]
-    return info, metas
+    return info if isinstance(info, dict) and info.get("format") == 1 else None
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -160,12 +236,17 @@ def write_atomic(path: Path, data: bytes, fault_point: str | None = None,
         raise
 
 
-def remove_stale(run_dir: str | Path, rank: int, keep: Path | None) -> None:
-    """Remove this rank's older checkpoint files and any partial file a killed writer left."""
+def remove_stale(run_dir: str | Path, rank: int, keep: set[Path] | None = None) -> None:
+    """Remove this rank's checkpoint files but ``keep`` (None: every complete one) and any
+    partial file a killed writer left."""
     folder = checkpoint_dir(run_dir)
     name = STATE_FILE.format(rank=rank, iteration="*")
-    for old in [*folder.glob(name), *folder.glob(f".{name}.partial")]:
-        if old != keep:
+    for old in folder.glob(f".{name}.partial"):
+        old.unlink(missing_ok=True)
+    if keep is None:
+        return
+    for old in folder.glob(name):
+        if old not in keep:
             old.unlink(missing_ok=True)
 
 

@@ -57,12 +57,17 @@ def fault(point: str, rank: int, iteration: int) -> None:
     ``kill@POINT:R:N``  rank R kills itself (SIGKILL) at POINT of iteration N;
     ``term@POINT:R:N``, ``int@...``  rank R sends itself SIGTERM (SIGINT) there;
     ``pause@POINT:R:N:FILE``  rank R creates FILE, then waits (sleeping) until a stop
-    signal arrives or ``FILE.go`` exists. POINT: ``iteration`` (after the step),
+    signal arrives or ``FILE.go`` exists;
+    ``raise@POINT:R:N``  rank R raises a RuntimeError there (a bug, not bad input).
+    POINT: ``iteration`` (after the step),
     ``checkpoint-begin`` (before writing) or ``checkpoint-write`` (file written, not yet
     renamed); at the run's end (mpi_privopt/run_commit.py, ITERATION is the end's):
     ``commit-begin`` (before the final checkpoint), ``commit-results`` (final checkpoint
     written, no result yet), ``commit-summary`` (rank 0: every result written, not the
-    summary) and ``commit-end`` (every file written, the ranks about to return).
+    summary) and ``commit-end`` (every file written, the ranks about to return); in the
+    collective protocols (mpi_privopt/mpiutil.py, ITERATION the call's number on that rank,
+    from 1): ``computed-once`` (inside the step rank R computes for all); in the audit
+    (ITERATION 0): ``audit-summary`` (rank R summarising the records).
     ``slow@POINT:R:N:SECONDS``  rank R sleeps SECONDS at POINT of every iteration from N
     on (a slow agent: its out-links stand out in traffic.json's link times).
     """
@@ -78,6 +83,8 @@ def fault(point: str, rank: int, iteration: int) -> None:
     sent = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}
     if action in sent:  # SIGKILL, or SIGTERM / SIGINT to this rank alone
         os.kill(os.getpid(), sent[action])
+    if action == "raise":
+        raise RuntimeError(f"a test's fault at {point} (iteration {iteration})")
     if action == "pause":
         Path(file).write_text(f"{os.getpid()}\n")  # the test may kill this rank by pid
         go = Path(file + ".go")

@@ -3,8 +3,11 @@
 ``run --resume DIR`` continues the run in ``DIR`` from its last checkpoint
 (mpi_privopt/services/checkpoint_files.py). Before MPI starts, :func:`check_resume_input`
 refuses a resume whose config (but ``run.iterations``), rank count or graph differ from the
-run's, naming what differs. Once set up, :func:`resume_run` loads every rank's saved state
-in place of the fresh one, and refuses a ``run.iterations`` whose planned releases would
+run's, or whose ``graph.edgelist`` was edited, naming what differs. Once set up,
+:func:`resume_run` has every rank check its checkpoint file before it reads a byte of it
+(falling back to the previous checkpoint, with a warning, when the latest is damaged:
+mpi_privopt/services/checkpoint_choice.py), loads every rank's saved state in place of the
+fresh one, and refuses a ``run.iterations`` whose planned releases would
 take an agent past ``privacy.epsilon`` (:func:`refuse_overspend`: the spent budget is the
 restored ledger's, never reset). Every step is agreed, so a failure on any rank is one
 message.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter
@@ -20,9 +24,9 @@ from time import perf_counter
 from .. import display
 from ..errors import ConfigError
 from .base import RunContext
-from .checkpoint import Checkpointer, load_state
-from .checkpoint_files import (CHECKPOINT_DIR, FORMAT, LATEST, checkpoint_dir,
-                               config_fingerprint, latest, read_record, remove_stale,
+from .checkpoint import Checkpointer, restore_state, unpickle_roots
+from .checkpoint_choice import EDGELIST, choose, edgelist_sha256, usable_pointer
+from .checkpoint_files import (CHECKPOINT_DIR, LATEST, config_fingerprint, remove_stale,
                                resume_command, state_path)
 
 __all__ = ["Resume", "check_resume_input", "is_final", "loop_start", "refuse_overspend",
@@ -55,19 +59,24 @@ def _differences(saved: dict, now: dict, prefix: str = "") -> list[str]:
 
 def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
     """Refuse (ConfigError, naming what differs) a resume of ``run_dir`` with ``cfg``,
-    ``graph`` and ``n_ranks`` agents; return ``latest.json``. Needs no MPI."""
-    from ..topology import graph_hash
-    info = latest(run_dir)
+    ``graph`` and ``n_ranks`` agents; return ``latest.json`` (``previous.json`` when
+    ``latest.json`` is damaged: the resume then falls back, services/checkpoint_choice.py).
+    Needs no MPI. A damaged pointer is a ConfigError too (CheckpointDamaged)."""
+    info = usable_pointer(run_dir)
     if info is None:
         raise ConfigError(f"{run_dir} has no checkpoint to resume from "
                           f"(no {CHECKPOINT_DIR}/{LATEST}: the run was ended before its "
                           "end without run.checkpoint_every, or by an older version)",
                           "a run writes one at its end, every run.checkpoint_every "
                           "iterations and at SIGTERM/SIGINT; start a new run instead")
-    if info.get("format") != FORMAT:
-        raise ConfigError(f"the checkpoint in {run_dir} has format {info.get('format')}, "
-                          f"this version reads format {FORMAT}",
-                          "resume with the mpi_privopt version that wrote it")
+    check_pointer(run_dir, info, cfg, graph, n_ranks)
+    return info
+
+
+def check_pointer(run_dir: str | Path, info: dict, cfg, graph, n_ranks: int) -> None:
+    """Refuse (ConfigError) a resume of the checkpoint ``info`` with another config, rank
+    count, graph, an edited ``graph.edgelist`` or too few iterations."""
+    from ..topology import graph_hash
     if n_ranks != info["ranks"]:
         raise ConfigError(f"the run in {run_dir} has {info['ranks']} agents, this resume "
                           f"started {n_ranks} ranks",
@@ -82,6 +91,15 @@ def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
                           f"{graph_hash(graph)[:12]} now, {info['graph_hash'][:12]} then)",
                           "a resume must build the same graph: restore the edge-list file "
                           "(topology.file) the run used")
+    recorded, now = info.get("edgelist_sha256"), edgelist_sha256(run_dir)
+    if recorded is not None and now is not None and now != recorded:
+        raise ConfigError(
+            f"{Path(run_dir) / EDGELIST} was changed after the run wrote it (SHA-256 "
+            f"{now[:12]} now, {recorded[:12]} then): it records the graph the run uses, "
+            "which a resume cannot change",
+            f"restore the file from a copy, or delete it (the resume writes it again from "
+            f"the run's graph); to run on another graph, start a new run (topology.kind = "
+            f"\"file\", topology.file = your edge list)")
     at = info["iteration"]
     if cfg.run.iterations < at or (cfg.run.iterations == at and not is_final(run_dir, info)):
         ended = (f"; --set run.iterations={at} writes the results of the run as it ended"
@@ -92,7 +110,6 @@ def check_resume_input(run_dir: str | Path, cfg, graph, n_ranks: int) -> dict:
                           f"already at iteration {at}{why}",
                           f"give a larger run.iterations, e.g. --set run.iterations="
                           f"{2 * at}{ended}")
-    return info
 
 
 def is_final(run_dir: str | Path, info: dict) -> bool:
@@ -143,15 +160,44 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
             "iterations")
 
 
-def resume_from(ctx: RunContext) -> tuple[RunContext, Resume]:
-    """This rank's saved state loaded in place of the fresh set-up's (``ctx``)."""
-    info = latest(ctx.run_dir)
-    record = read_record(state_path(ctx.run_dir, ctx.rank, info["iteration"]))
-    restored = load_state(ctx, record["state"])
+def _unpickled(ctx: RunContext, info: dict, record: dict) -> dict:
+    """This rank's saved objects (no MPI: a failure here is agreed before any rank goes on
+    to the collective restore)."""
+    path = state_path(ctx.run_dir, ctx.rank, info["iteration"])
+    try:
+        return unpickle_roots(ctx, record["state"])
+    except pickle.UnpicklingError as err:
+        raise ConfigError(f"agent {ctx.rank}'s checkpoint file {path} is refused: {err}",
+                          "a checkpoint is loaded only through its allow-list "
+                          "(docs/reliability.md, \"What a resume reads\"): resume only "
+                          "checkpoints this version wrote, from a run directory you "
+                          "trust") from None
+    except Exception as err:  # noqa: BLE001 (the file checks: this code cannot read it)
+        raise ConfigError(f"agent {ctx.rank}'s checkpoint file {path} cannot be loaded "
+                          f"({type(err).__name__}: {err}); the file checks (its SHA-256 "
+                          "matches), so this version, or the modules the config names, "
+                          "cannot read the state it holds",
+                          "resume with the mpi_privopt version and modules that wrote it, "
+                          "or start a new run") from None
+
+
+def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None]:
+    """This rank's saved state loaded in place of the fresh set-up's (``ctx``), once every
+    rank's file is checked, with the checkpoint's pointer and the fallback warning (None
+    when it is the latest checkpoint). Collective; each step is agreed."""
+    from ..mpiutil import agree  # MPI: not at import (check_resume_input runs before it)
+    info, record, warning = agree(ctx.eval_comm,
+                                  lambda: choose(ctx.eval_comm, ctx.run_dir, ctx.rank))
+    if warning is not None:  # the previous checkpoint: the same run, checked again
+        agree(ctx.eval_comm, lambda: check_pointer(ctx.run_dir, info, ctx.cfg, ctx.graph,
+                                                   ctx.size))
+    roots = agree(ctx.eval_comm, lambda: _unpickled(ctx, info, record))
+    restored = restore_state(ctx, roots)  # collective: every rank has its objects
     meta = record["meta"]
     return replace(ctx, state=restored), Resume(
         iteration=meta["iteration"], algorithm_seconds=meta["algorithm_seconds"],
-        eval_seconds=meta["eval_seconds"], wall_seconds=meta.get("wall_seconds"))
+        eval_seconds=meta["eval_seconds"], wall_seconds=meta.get("wall_seconds")), \
+        info, warning
 
 
 def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, Resume]:
@@ -159,23 +205,15 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
     where the run resumes. Keeps the metrics measured up to the checkpoint, and refuses a
     plan that would overspend the budget. Every step is agreed, so a failure on any rank
     is one message."""
-    from ..mpiutil import agree  # MPI: not at import (check_resume_input runs before it)
-    loaded: list = []
-
-    def load() -> None:
-        try:
-            loaded.extend(resume_from(ctx))
-        except (OSError, pickle.UnpicklingError, EOFError) as err:
-            raise ConfigError(f"agent {ctx.rank} cannot read its checkpoint in "
-                              f"{checkpoint_dir(ctx.run_dir)}: {err}",
-                              "every rank must see the run directory (a shared "
-                              "filesystem) with the files the run wrote") from None
-
+    from ..mpiutil import agree
     fresh = ctx.state.algorithm  # built by the resume's set-up for its run.iterations
-    agree(ctx.eval_comm, load)
-    restored, resumed = loaded
-    remove_stale(ctx.run_dir, ctx.rank, keep=state_path(ctx.run_dir, ctx.rank, resumed.iteration))
+    restored, resumed, info, warning = resume_from(ctx)
+    remove_stale(ctx.run_dir, ctx.rank)  # partial files only: both checkpoints stay
     checkpoints.saved_at = resumed.iteration  # the end's commit does not write it again
+    checkpoints.run_id, checkpoints.pointer = info.get("run"), info
+    checkpoints.edgelist_sha256 = info.get("edgelist_sha256")
+    if ctx.rank == 0 and warning is not None:
+        print(f"mpi_privopt: warning: {warning}", file=sys.stderr, flush=True)
     cfg = ctx.cfg
     finishing = resumed.iteration == cfg.run.iterations
     if not finishing:
@@ -191,6 +229,8 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
             (ctx.directory.path / name).unlink(missing_ok=True)
         ctx.directory.write_config(cfg.to_toml())  # its run.iterations, now accepted
         ctx.directory.resume_metrics(resumed.iteration)
+        if edgelist_sha256(ctx.run_dir) is None:  # deleted: written again (check_pointer)
+            ctx.directory.write_graph(ctx.graph)
         if ctx.stream is not None:
             print(f"the checkpoint of iteration {resumed.iteration} is the run's end: "
                   "its results are written from it (no iteration is run, nothing is "

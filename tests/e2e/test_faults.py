@@ -155,9 +155,11 @@ def test_a_rank_killed_while_writing_a_checkpoint_keeps_the_previous_one(tmp_pat
     assert latest_iteration(out) == at - EVERY  # the new one was never complete
     resume(out)
     assert_same_run(out, reference(method))
-    # the killed writer's partial file is gone with the superseded checkpoints
-    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == [
-        "latest.json", *(f"rank-{k}-iter-{T}.ckpt" for k in range(RANKS))]
+    # the killed writer's partial file is gone with the superseded checkpoints; the last
+    # two complete ones stay (a damaged latest falls back to the previous)
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == sorted([
+        "latest.json", "previous.json",
+        *(f"rank-{k}-iter-{n}.ckpt" for k in range(RANKS) for n in (T - T % EVERY, T))])
 
 
 @pytest.mark.parametrize("method, at", [("zcdp-nfl", 9), ("rss-lb", 17), ("dgd", 4)])
@@ -195,6 +197,45 @@ def test_sigkill_of_a_rank_ends_the_job_within_10_s(tmp_path):
     job.communicate(timeout=TIMEOUT)
     assert time.monotonic() - killed_at < 10
     assert job.returncode != 0 and latest_iteration(out) == 5
+
+
+@pytest.mark.parametrize("call", [1, 2])  # the budget's calibration; the reference solve
+def test_a_bug_on_rank_0_inside_a_step_computed_once_ends_the_job_with_one_message(tmp_path,
+                                                                                   call):
+    """Rank 0 raises (not a user error) while the others wait for its result: the job
+    ends (the launch's timeout would catch a hang), status 1, one line, no traceback."""
+    out = tmp_path / "run"
+    proc = launch("default", "--set", "run.iterations=3", "--out", str(out),
+                  fault=f"raise@computed-once:0:{call}")
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode == 1, proc.stderr
+    assert len(errors) == 1 and errors[0].startswith(
+        f"mpi_privopt: error: internal error on agent 0: RuntimeError: a test's fault at "
+        f"computed-once (iteration {call}) (in fault, faults.py:"), proc.stderr
+    assert "Traceback" not in proc.stderr and "Abort(" not in proc.stderr, proc.stderr
+    assert not out.exists()  # refused during set-up: no empty run directory left
+
+
+@pytest.mark.skipif(is_open_mpi(), reason="MPICH's hydra: Ctrl-C reaches every rank")
+def test_ctrl_c_during_the_set_up_is_one_line_and_leaves_no_rank_waiting(tmp_path):
+    """SIGINT to the launcher's process group (a terminal's Ctrl-C) while rank 0 computes
+    a set-up step the others wait for: one line, no traceback from each rank (before: a
+    KeyboardInterrupt traceback per rank; one swallowed inside an import's callback left
+    that rank waiting for ever), no run directory left (the communicate's timeout would
+    catch a hang)."""
+    out, paused = tmp_path / "run", tmp_path / "paused"
+    job = subprocess.Popen(
+        mpiexec_command(RANKS, *_run_args("dgd-ridge", "--out", str(out))), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        env=child_env({"MPI_PRIVOPT_TEST_FAULT": f"pause@computed-once:0:1:{paused}"}))
+    wait_for(paused, job)
+    os.killpg(job.pid, signal.SIGINT)
+    _, stderr = job.communicate(timeout=TIMEOUT)
+    assert job.returncode != 0
+    lines = [line for line in stderr.splitlines() if not line.startswith("Abort(130)")]
+    assert lines == ["mpi_privopt: interrupted by SIGINT before the first iteration: nothing "
+                     "was run"], stderr
+    assert not out.exists()  # its claim released, the directory empty: removed
 
 
 @pytest.fixture
@@ -247,7 +288,9 @@ def test_a_disk_that_fills_during_a_checkpoint_keeps_the_last_good_one(tmp_path,
 
 
 def aggregative_config(tmp_path: Path, method: str, epsilon: float) -> str:
-    """A private aggregative method on the quadratic aggregative instance, on a ring."""
+    """A private aggregative method on the quadratic aggregative instance, on a ring, with
+    the nominal accounting (the baselines have no other; under the derived one a finite
+    budget would calibrate ldp-aggregative's noise instead of only guarding it)."""
     path = tmp_path / f"{method}.toml"
     path.write_text(f"""[problem]
 name = "aggregative-quadratic"
@@ -257,6 +300,7 @@ kind = "ring"
 name = "{method}"
 [privacy]
 epsilon = {epsilon}
+accounting = "nominal"
 [run]
 seed = 0
 """)

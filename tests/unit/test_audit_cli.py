@@ -88,7 +88,7 @@ def test_a_failed_audit_is_a_finding_that_ends_cleanly_with_status_1(tmp_path):
     failed = audit("ldp-aggregative-quadratic", "--trials", "400", "--set", "run.iterations=1",
                    "--set", "run.eval_every=1", "--set", "algorithm.sigma_x=2.5", "--set",
                    "algorithm.sigma_y=2.5", "--set", "algorithm.sigma_z=2.5",
-                   "--out", str(tmp_path / "nominal"))
+                   "--set", "privacy.accounting=nominal", "--out", str(tmp_path / "nominal"))
     assert failed.returncode == 1, failed.stderr
     assert "verdict: FAIL" in failed.stdout and "  - sensitivity:" in failed.stdout
     assert "MPI_Abort" not in failed.stderr + failed.stdout

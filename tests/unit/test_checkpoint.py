@@ -21,10 +21,11 @@ def _saved(run_dir, cfg, graph, ranks=4, iteration=10, final=False):
     folder = run_dir / checkpoint_files.CHECKPOINT_DIR
     folder.mkdir(parents=True)
     (run_dir / "config.toml").write_text(cfg.to_toml())
-    info = {"format": checkpoint_files.FORMAT, "iteration": iteration, "ranks": ranks,
+    info = {"format": checkpoint_files.FORMAT, "run": "r", "iteration": iteration,
+            "ranks": ranks, "files": ["0" * 64] * ranks,
             "config": checkpoint_files.config_fingerprint(cfg), "graph_hash": graph_hash(graph),
             "noise": "fast", "delta": cfg.privacy.delta, "final": final}
-    (folder / checkpoint_files.LATEST).write_text(json.dumps(info))
+    checkpoint_files.write_pointer(folder / checkpoint_files.LATEST, info)
 
 
 def test_a_resume_may_change_only_the_iteration_count(tmp_path):
@@ -66,9 +67,9 @@ def test_a_latest_without_the_final_key_is_final_at_the_runs_own_iterations(tmp_
     graph = build_graph(cfg, 4)
     _saved(tmp_path, cfg, graph)
     latest = tmp_path / checkpoint_files.CHECKPOINT_DIR / checkpoint_files.LATEST
-    info = json.loads(latest.read_text())
+    info = checkpoint_files.latest(tmp_path)
     del info["final"]
-    latest.write_text(json.dumps(info))
+    checkpoint_files.write_pointer(latest, info)
     assert resume.is_final(tmp_path, info)
     (tmp_path / "config.toml").write_text(load_config("dgd-ridge", ["run.iterations=20"]).to_toml())
     assert not resume.is_final(tmp_path, info)
@@ -123,13 +124,15 @@ def test_checkpoint_every_is_validated_and_refused_for_the_token_method():
 
 def test_the_metadata_reader_never_imports_a_class(tmp_path):
     # report reads a killed run's checkpoints: plain data only, whatever the file holds
+    # (here files of format 1, a bare pickle; format 2's are checked first, then read so)
     plain = tmp_path / "plain.ckpt"
     plain.write_bytes(pickle.dumps({"meta": {"iteration": 3, "ledger": {"total": [1.0]}},
                                     "state": b"..."}))
     assert checkpoint_files.read_meta(plain) == {"iteration": 3, "ledger": {"total": [1.0]}}
     hostile = tmp_path / "hostile.ckpt"
     hostile.write_bytes(pickle.dumps({"meta": ConfigError("x"), "state": b""}))
-    with pytest.raises(pickle.UnpicklingError, match="names mpi_privopt.errors.ConfigError"):
+    with pytest.raises(checkpoint_files.CheckpointDamaged,
+                       match="names mpi_privopt.errors.ConfigError"):
         checkpoint_files.read_meta(hostile)
 
 

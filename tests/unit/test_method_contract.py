@@ -165,8 +165,10 @@ GETATTR_ALLOWED = {
     "methods/chen2025/aggregative_frameworks.py": "per-block Params fields (sigma_x, ...)",
     "methods/chen2025/aggregative_gt.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/ldp_aggregative.py": "per-block Params fields",
+    "methods/chen2025/derived.py": "per-block Params fields (sensitivity_y, ...)",
     "methods/chen2025/sensitivity.py": "the constants' own fields, checked by name",
     "methods/perturbed.py": "the agent's optional once (a test's agent has none)",
+    "methods/steps.py": "a problem's optional smoothness (a polynomial has none)",
     "methods/gade2017/attacks/runner.py": "Params fields of the attacked protocols; the "
                                           "problem's polynomial",
     "methods/chen2025/audit.py": "per-block Params fields; a planned event's epsilon",
@@ -182,6 +184,7 @@ GETATTR_ALLOWED = {
     "entrypoint.py": "an exception's flags",
     "network/__init__.py": "a lazily loaded name from its module",
     "lazy_table.py": "a registry entry's attribute named in its table",
+    "services/state_pickle.py": "the allow-listed global or bound method a checkpoint names",
     "network/channels.py": "the counters' slots",
     "privacy/amplification.py": "the constants' fields",
     "privacy/notions.py": "a release event's sigma",

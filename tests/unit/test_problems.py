@@ -1,6 +1,8 @@
 """Unit tests for mpi_privopt.problems: losses, clipping, data, reference solutions."""
 from __future__ import annotations
 
+import zipfile
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog, minimize
@@ -349,6 +351,14 @@ def test_missing_files(tmp_path):
     with pytest.raises(DataError, match="not a numpy.savez archive") as err:
         load_agent_data(ProblemConfig(data=str(garbage)), 0, 2, 0)
     assert "pickle" not in str(err.value)   # numpy's hint to load it unsafely is not passed on
+    # a zip whose members are not .npy arrays: numpy hands back their bytes (before: an
+    # AttributeError traceback from every rank)
+    with zipfile.ZipFile(garbage, "w") as archive:
+        for name in ("X", "y", "agent"):
+            archive.writestr(f"{name}.npy", b"garbage")
+    with pytest.raises(DataError, match=r"not a numpy.savez archive of arrays: \[X, agent, y\] "
+                                        "are not .npy arrays"):
+        load_agent_data(ProblemConfig(data=str(garbage)), 0, 2, 0)
     np.savez(tmp_path / "a_0.npz", X=np.ones((2, 2)), y=np.ones(2))
     with pytest.raises(DataError, match=r"a_1\.npz.*agent 1"):
         load_agent_data(ProblemConfig(data=str(tmp_path / "a_{agent}.npz")), 1, 2, 0)

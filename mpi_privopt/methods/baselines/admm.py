@@ -13,7 +13,7 @@ import numpy as np
 
 from ..contract import Algorithm
 from ..perturbed import IterateRelease
-from ..steps import step_size
+from ..steps import curvature, step_size
 
 
 def linearised_primal(wt: np.ndarray, gradient: np.ndarray, gamma: np.ndarray,
@@ -73,6 +73,15 @@ class ConsensusState:
                                self.neighbour_sum)
 
 
+def linearised_gradient_step(method, n: int) -> tuple[str, float, float | None]:
+    """(7)'s gradient step at iteration ``n``, 1 / (1/eta^(n) + 2 rho d_k), set by
+    ``algorithm.eta`` (the ``gradient_step`` of every linearised ADMM)."""
+    params = method.params
+    eta = step_size(params.schedule, params.eta, n)
+    return ("algorithm.eta", 1.0 / (1.0 / eta + 2.0 * params.rho * method.state.degree),
+            curvature(method.agent.problem))
+
+
 class LinearizedADMM(Algorithm):
     r"""Linearised decentralized ADMM (Gauthier et al. 2024, Algorithm 1, eqs. 7-9).
 
@@ -116,6 +125,8 @@ class LinearizedADMM(Algorithm):
         self.state = ConsensusState(agent.net, dim, params.rho)
         self.release = IterateRelease(agent.noise, None)  # in the clear
         self.w = np.zeros(dim)
+
+    gradient_step = linearised_gradient_step
 
     def step(self, n: int) -> None:
         eta = step_size(self.params.schedule, self.params.eta, n)

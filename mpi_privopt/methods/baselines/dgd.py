@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...privacy.release import Release
 from ..contract import Algorithm
-from ..steps import step_size
+from ..steps import curvature, step_size
 
 #: where x_1 starts: 0, spread evenly over [-box, box] by agent id, or uniform in the box
 INITS = ("zero", "spread", "uniform")
@@ -145,6 +145,10 @@ class DGD(Algorithm):
         point = self.gradient_point = v if self._fused else self.x
         self.x = projected_step(v, alpha, self.objective.subgradient(point), self._box,
                                 out=channel.outgoing)
+
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        return ("algorithm.step", step_size(self.params.schedule, self.params.step, n),
+                curvature(self.objective))
 
     @property
     def estimate(self) -> np.ndarray:

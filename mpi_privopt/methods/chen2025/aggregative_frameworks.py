@@ -21,7 +21,12 @@ noise in ytilde, chi / lam_y, grows like (0.99/0.98)^t (faithful to the equation
                                             (0.05, 0.51)
     f_i^t, g_i^t on gamma_t = ceil((t+1)^1.4) fresh samples (not the history)
 
-Privacy (nominal with the constants 1, docs/methods/chen2025.md, "Nominal accounting"):
+Privacy, under ``privacy.accounting``: ``derived`` (the default;
+docs/methods/chen2025.md, "Derived accounting") books the proof's recursion for the
+method's own schedule (:func:`~mpi_privopt.methods.chen2025.sensitivity.recursion_for_steps`:
+PDOP's geometric steps; [51]'s steps, own-state weight 1 - beta^t |w_ii| and batch gamma_t),
+with the problem's record bounds, a finite box and ztilde clipped to ``clip_z``;
+``nominal`` (the constants 1, docs/methods/chen2025.md, "Nominal accounting"):
 release t of block v has sensitivity
 ``C_v lam_v^t`` (PDOP) or ``C_v lam_v^t / gamma_t`` ([51]), 0 at t = 0, with the scale of its
 noise; each message is one packed Laplace event booked once per sender, and the summary's
@@ -33,11 +38,17 @@ refused before any release).
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import numpy as np
 
 from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields,
                                   fresh_batch)
 from .aggregative_parts import RobustTracking, planned_framework_events
+from .derived import (DERIVED, DerivedScheduleBlock, DerivedSensitivities, accounting_of,
+                      check_derived, enforce_bounds)
 from ..contract import Algorithm
+from ...errors import ConfigError
 
 NO_NOISE = "noise off (sigma = 0): messages in the clear, loss unbounded"
 
@@ -76,6 +87,65 @@ def _after_the_last_message(cls, n: int) -> int:
     """Both frameworks' ``released_after``: Algorithm 1's framework sends t = 0..n, the
     t = n message at the end."""
     return n + 1
+
+
+def _check_rate_z(name: str, cfg) -> None:
+    """PDOP under the derived accounting: lam_z^t = lam_z0 rate_z^t must stay <= 1."""
+    if cfg.privacy.accounting == "derived" and cfg.algorithm.params.rate_z > 1:
+        raise ConfigError(f"algorithm.rate_z = {cfg.algorithm.params.rate_z} > 1 grows lam_z^t "
+                          "past 1, where the proof's recursion no longer covers the ztilde "
+                          "clip (d_z / lam_z)",
+                          'set algorithm.rate_z <= 1, or privacy.accounting = "nominal"')
+
+
+def _pdop_steps(params):
+    """PDOP's steps for the recursion: lam_v^t = lam_v0 q_v^t."""
+    def steps(T: int) -> dict:
+        t = np.arange(float(T))
+        return {"lam": {b: getattr(params, f"lam_{b}0") * getattr(params, f"rate_{b}") ** t
+                        for b in "xyz"}}
+    return steps
+
+
+def _tvs_steps(params, self_weight: float):
+    """[51]'s for the recursion: polynomial steps, the own state's weight
+    1 - beta^t |w_ii| and the fresh batch gamma_t as the averages' count."""
+    def steps(T: int) -> dict:
+        t1 = np.arange(1.0, T + 1.0)
+        beta = params.beta0 * t1 ** (-params.v_beta)
+        return {"lam": {b: getattr(params, f"lam_{b}0") * t1 ** (-getattr(params, f"v_{b}"))
+                        for b in "xyz"},
+                "self_weight": 1.0 - beta * (1.0 - self_weight),
+                "count": np.array([fresh_batch(t, params.batch_exponent) for t in range(T)],
+                                  dtype=float)}
+    return steps
+
+
+def _framework_setup(algorithm, agent, params, steps) -> None:
+    """The method's budgets and clear blocks: the nominal rules, or under the derived
+    accounting (docs/methods/chen2025.md, "Derived accounting") the proof's recursion for
+    the method's own schedule, with the nominal blocks' noise."""
+    algorithm.budgets, algorithm.clear = _noisy_blocks(params, algorithm.block_rule(params))
+    algorithm.accounting = accounting_of(agent)
+    if algorithm.accounting == "derived":
+        constants, algorithm.record_domain = enforce_bounds(
+            algorithm.core, agent.problem, params, agent.id, algorithm.name)
+        source = DerivedSensitivities(constants, horizon=agent.iterations + 2,
+                                      steps=steps(algorithm.core.self_weight))
+        algorithm.budgets = {b: DerivedScheduleBlock(source, b, noise)
+                             for b, noise in algorithm.budgets.items()}
+
+
+def _derived_report(algorithm) -> dict:
+    if algorithm.clear:
+        return {"guarantee": NO_NOISE}
+    epsilon = sum(b.partial_sum(algorithm.agent.iterations)
+                  for b in algorithm.budgets.values())
+    return {"guarantee": "pure epsilon local DP (delta = 0), releases t = 0..T, the t = 0 "
+                         "release with sensitivity 0" if math.isfinite(epsilon) else
+                         "none: the derived sensitivity bound overflowed (infinite)",
+            "accounting": DERIVED, "record_domain": algorithm.record_domain,
+            "epsilon_T_agent0": epsilon if math.isfinite(epsilon) else "unbounded"}
 
 
 def _budget_report(blocks: dict, constants: list[float], T: int, limit) -> dict:
@@ -117,6 +187,7 @@ class PDOPParams:
     sensitivity_y: float = 1.0
     sensitivity_z: float = 1.0
     box: float = 1e6
+    clip_z: float = 1.0
     constant_weight: float = 0.0
     samples: int = 1
 
@@ -131,11 +202,12 @@ class PDOPAggregative(Algorithm):
     pure_headline = True
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
-                "box", "samples")
+                "box", "clip_z", "samples")
     non_negative = NOISE_KEYS
     choices = {}
     blocks = BLOCKS
     planned_events = planned_framework_events
+    config_checks = (check_derived, _check_rate_z)
 
     #: block b's release rule
     block_rule = staticmethod(_geometric)
@@ -145,7 +217,7 @@ class PDOPAggregative(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, self.block_rule(params))
+        _framework_setup(self, agent, params, lambda self_weight: _pdop_steps(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -157,6 +229,8 @@ class PDOPAggregative(Algorithm):
         return self.core.X
 
     def report(self) -> dict:
+        if self.accounting == "derived":
+            return _derived_report(self)
         p = self.params
         return _budget_report(self.budgets, [p.sensitivity_x, p.sensitivity_y,
                                              p.sensitivity_z], self.agent.iterations,
@@ -185,6 +259,7 @@ class TVSParams:
     sensitivity_y: float = 1.0
     sensitivity_z: float = 1.0
     box: float = 1e6
+    clip_z: float = 1.0
     constant_weight: float = 0.0
 
 
@@ -197,11 +272,12 @@ class TVSAggregative(Algorithm):
     problem_kind = "aggregative"
     pure_headline = True
     Params = TVSParams
-    positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box")
+    positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box", "clip_z")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
     choices = {}
     blocks = BLOCKS
     planned_events = planned_framework_events
+    config_checks = (check_derived,)
 
     #: block b's release rule
     block_rule = staticmethod(_sampled)
@@ -211,7 +287,8 @@ class TVSAggregative(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        self.budgets, self.clear = _noisy_blocks(params, self.block_rule(params))
+        _framework_setup(self, agent, params, lambda self_weight: _tvs_steps(params,
+                                                                              self_weight))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -224,6 +301,8 @@ class TVSAggregative(Algorithm):
         return self.core.X
 
     def report(self) -> dict:
+        if self.accounting == "derived":
+            return _derived_report(self)
         p = self.params
         return _budget_report(self.budgets, [p.sensitivity_x, p.sensitivity_y,
                                              p.sensitivity_z], self.agent.iterations,

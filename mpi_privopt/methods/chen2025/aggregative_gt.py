@@ -37,6 +37,7 @@ import dataclasses
 import numpy as np
 
 from .ldp_budget import BlockBudget, accounting_fields
+from .derived import refuse_derived
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.events import PrivacyEvent
 from ...problems.aggregative.objective import tracker_recorder
@@ -105,6 +106,13 @@ def tracking_report(params, n_agents: int, T: int) -> dict:
             "epsilon_T": per_agent_values([sum(b.partial_sum(T - 1) for b in budgets.values())
                                            for budgets, _ in per_agent]),
             "epsilon_limit": "inf (the sensitivity does not decay)"}
+
+
+#: the tracking baselines refuse the derived accounting (docs/methods/chen2025.md,
+#: "Derived accounting")
+NO_DERIVED_TRACKERS = refuse_derived(
+    "no sensitivity bound is proven for its noisy trackers (the paper gives none, and a "
+    "changed sample stays in the tracked history average y_i, z_i without decay)")
 
 
 class TrackerPair:
@@ -200,6 +208,7 @@ class AggregativeGT(Algorithm):
 
     planned_events = planned_tracker_events
     blocks = ("y", "z")  # one message per iteration (released_after: the default)
+    config_checks = (NO_DERIVED_TRACKERS,)
 
     block_budgets = classmethod(tracker_block_budgets)
 

@@ -30,6 +30,7 @@ from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.release import Release
 from ...problems.aggregative.objective import public_blocks, tracker_recorder
 from ...topology import laplacian, metropolis_weights
+from .derived import clip_l2
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,11 @@ def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np
         for block, view in views.items():
             view[...] = values[block]
         return Release.nonprivate(out, _clear_note(method, clear))
+    if not _bounded(budgets, views, t):
+        # the noise is drawn as always, but no finite sensitivity bounds it: unbounded loss
+        for block, view in views.items():
+            mechanism.release(values[block], 0.0, budgets[block].scale(t), out=view)
+        return Release.nonprivate(out, _unbounded_note(method))
     parts = tuple(mechanism.release(values[block], budgets[block].sensitivity(t),
                                     budgets[block].scale(t), out=view).event
                   for block, view in views.items())
@@ -152,6 +158,16 @@ def packed_release(mechanism, views: dict[str, np.ndarray], values: dict[str, np
 
 def _clear_note(method: str, clear: list[str]) -> str:
     return f"{method} without noise on {', '.join(clear)} (sigma = 0: sent in the clear)"
+
+
+def _bounded(budgets: dict, views: dict, t: int) -> bool:
+    """Whether every block's sensitivity at t is finite (a derived bound can overflow)."""
+    return all(np.isfinite(budgets[block].sensitivity(t)) for block in views)
+
+
+def _unbounded_note(method: str) -> str:
+    return (f"{method}: the derived sensitivity bound overflowed (infinite), so the noisy "
+            "message has no finite privacy guarantee")
 
 
 def _packed(mechanism, parts: tuple) -> PackedLaplaceEvent:
@@ -172,7 +188,8 @@ def planned_packed_events(mechanism, views: dict[str, np.ndarray], budgets: dict
     return [resolve(_packed(mechanism, tuple(
         mechanism.booked_event(budgets[block].sensitivity(t), budgets[block].scale(t),
                                view.size)
-        for block, view in views.items()))) for t in times]
+        for block, view in views.items()))) if _bounded(budgets, views, t)
+            else NonPrivateEvent(_unbounded_note(method)) for t in times]
 
 
 def framework_times(first: int, last: int) -> list[int]:
@@ -233,6 +250,12 @@ class RobustTracking:
         self.z = np.zeros(r)
         self.ytilde = np.zeros(r)
         self.ztilde = np.zeros(r)
+        #: the derived accounting's enforced bounds (docs/methods/chen2025.md, "Derived
+        #: accounting"): ztilde clipped to this l2 radius where it enters the x-update, and
+        #: ytilde to the aggregate's range (lo, hi) where it enters the updates; inf and None
+        #: (the paper's algorithm): no clip
+        self.clip_z = np.inf
+        self.y_range: tuple[float, float] | None = None
         #: who is told (x_i, ytilde, ztilde) after every update: the problem's optional
         #: diagnostics hook (AggregativeObjective.record_trackers) and any added with
         #: :meth:`add_tracker_listener` (a reproduction's diagnostics)
@@ -271,12 +294,15 @@ class RobustTracking:
         x_i = self.X[layout.own].copy()
         y_next = self._consensus(self.y, heard["y"], beta) + lam["y"] * problem.aggregate(x_i)
         self.ytilde = (y_next - self.y) / lam["y"]
+        # clips are 1-Lipschitz, so the proof's recursion still holds with them
+        ytilde = self.ytilde if self.y_range is None else np.clip(self.ytilde, *self.y_range)
         z_next = (self._consensus(self.z, heard["z"], beta)
-                  + lam["z"] * problem.grad_y(x_i, self.ytilde))
+                  + lam["z"] * problem.grad_y(x_i, ytilde))
         self.ztilde = (z_next - self.z) / lam["z"]
         X_next = self._consensus(self.X, heard["x"], beta)
-        X_next[layout.own] -= lam["x"] * (problem.grad_x(x_i, self.ytilde)
-                                          + problem.aggregate_vjp(x_i, self.ztilde))
+        X_next[layout.own] -= lam["x"] * (problem.grad_x(x_i, ytilde)
+                                          + problem.aggregate_vjp(
+                                              x_i, clip_l2(self.ztilde, self.clip_z)))
         project_box(X_next, self._box)
         for listener in self._tracker_listeners:
             listener(x_i, self.ytilde, self.ztilde)

@@ -26,8 +26,9 @@ import dataclasses
 import numpy as np
 
 from ...errors import ConfigError
-from .aggregative_gt import (TrackerKeys, TrackerPair, planned_tracker_events,
-                             tracker_block_budgets, tracking_direction, tracking_report)
+from .aggregative_gt import (NO_DERIVED_TRACKERS, TrackerKeys, TrackerPair,
+                             planned_tracker_events, tracker_block_budgets,
+                             tracking_direction, tracking_report)
 from .aggregative_parts import project_box
 from ..contract import Algorithm
 from .ldp_aggregative import PRESETS
@@ -60,6 +61,7 @@ class AggregativePAT(Algorithm):
     positive = ("alpha", "box", "samples", "delta")
     choices = {"preset": PRESETS}
     param_checks = (_check_delta_step,)
+    config_checks = (NO_DERIVED_TRACKERS,)
     planned_events = planned_tracker_events
     blocks = ("y", "z")  # one message per iteration (released_after: the default)
 

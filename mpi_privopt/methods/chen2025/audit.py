@@ -21,7 +21,8 @@ method really released (``worst_mismatch``).
 
 **Trials and statistic.** At each message every trial releases its world's three blocks
 through a copy of the method's Laplace mechanism (the real ``release``: booked l1
-sensitivity ``Delta_v^t`` of eqs. 17/19/20 and scale ``b_v^t``) with the audit's noise
+sensitivity ``Delta_v^t``, the derived recursion or, under the nominal accounting, eqs.
+17/19/20, and scale ``b_v^t``) with the audit's noise
 stream. Per trial the statistic is the Laplace log-likelihood ratio of the two worlds
 (:func:`~.stats.laplace_lr`) summed over blocks and messages. The pure-epsilon lower bound
 comes from the test "world +1 iff statistic > tau", tau chosen on the first half of the

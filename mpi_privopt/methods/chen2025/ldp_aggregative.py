@@ -27,10 +27,14 @@ its own clean state with the neighbours' noisy messages. Omega is the box
 [-box, box]^n (``box = inf``: no projection).
 
 Privacy: pure epsilon local DP (:mod:`mpi_privopt.methods.chen2025.ldp_budget`): each message is
-one packed Laplace event booked once per sender, with the sensitivities of eqs. (17),
-(19), (20) times the constants ``sensitivity_x|y|z`` (1: the nominal accounting of
-docs/methods/chen2025.md, "Nominal accounting"), 0 for the t = 0 message; the ledger then
-holds eq. (21) on every link. With
+one packed Laplace event booked once per sender, 0 for the t = 0 message; the ledger then
+holds eq. (21) on every link. Its sensitivities are, under ``privacy.accounting``:
+``derived`` (the default; :mod:`~mpi_privopt.methods.chen2025.derived`) the proof's
+recursion per agent and t with the problem's record bounds, the finite box and ztilde
+clipped to ``clip_z`` at the x-update (ytilde to the aggregate's range where the problem
+declares one); ``nominal`` those of eqs. (17), (19), (20) times the constants
+``sensitivity_x|y|z`` (1: docs/methods/chen2025.md, "Nominal accounting"), on the paper's
+algorithm without clips. With
 sig = 0 on a block (the noise-off ablation: all three) the messages are sent in the clear
 and the loss is unbounded. The summary's headline is the pure epsilon (delta = 0). The
 schedule is public: ``planned_events`` gives the events of any iterations ahead, so a
@@ -56,6 +60,8 @@ from ...errors import ConfigError
 from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumption4,
                                   sensitivity_exponents)
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
+from .derived import (DERIVED, DerivedBlock, DerivedSensitivities, accounting_of,
+                      check_derived, enforce_bounds)
 from ..contract import Algorithm
 
 #: named settings of the schedules (docs/methods/chen2025.md, "Theorem 1 and Corollary 1")
@@ -94,6 +100,7 @@ class LDPAggregativeParams:
     sensitivity_y: float | list = 1.0
     sensitivity_z: float | list = 1.0
     box: float = 1e6
+    clip_z: float = 1.0
     constant_weight: float = 0.0
     samples: int = 1
     theory_case: str = "strongly-convex"
@@ -235,9 +242,10 @@ class LDPAggregative(Algorithm):
     #: the summary's headline is pure epsilon (delta = 0), from privacy.json's pure matrix
     pure_headline = True
     Params = LDPAggregativeParams
-    positive = ("lam_x0", "lam_y0", "lam_z0", "box", "samples", "delta")
+    positive = ("lam_x0", "lam_y0", "lam_z0", "box", "clip_z", "samples", "delta")
     choices = {}
     param_checks = (_check_params,)
+    config_checks = (check_derived,)
     planned_events = planned_framework_events
     blocks = BLOCKS
 
@@ -269,9 +277,53 @@ class LDPAggregative(Algorithm):
                     f"guarantee convergence: {'; '.join(failures)} (with v = ({v['x']:g}, "
                     f"{v['y']:g}, {v['z']:g}) and min_i vs = ({vs[2]:g}, {vs[0]:g}, "
                     f"{vs[1]:g}) for x, y, z); the run goes on", stacklevel=2)
-        self.budgets = self.schedules.block_budgets(me)
+        #: "derived" (proven bounds, the default) or "nominal" (the paper's constants)
+        self.accounting = accounting_of(agent)
+        #: every sigma's factor, calibrated to a finite privacy.epsilon (derived only)
+        self.sigma_multiplier = 1.0
+        if self.accounting == "derived":
+            self.budgets = self._derived_budgets(agent, params)
+        else:
+            self.budgets = self.schedules.block_budgets(me)
         #: blocks sent in the clear (sig = 0): the message is then non-private
         self.clear = [b for i, b in enumerate(BLOCKS) if self.schedules.sigma[me, i] == 0]
+
+    def _derived_budgets(self, agent, params) -> dict:
+        """The derived accounting (docs/methods/chen2025.md, "Derived accounting"): the
+        problem's record bounds on the box, the ztilde (and ytilde) clip enforced on the
+        update, and Delta_v^t from the proof's recursion for this agent."""
+        core, me = self.core, agent.id
+        constants, self.record_domain = enforce_bounds(core, self.problem, params, me,
+                                                       self.name)
+        source = DerivedSensitivities(constants, self.schedules.lam0, self.schedules.v,
+                                      agent.iterations + 2)
+        budgets = {v: DerivedBlock(source, v, float(self.schedules.sigma[me, b]),
+                                   float(self.schedules.vs[me, b]))
+                   for b, v in enumerate(BLOCKS) if self.schedules.sigma[me, b] > 0}
+        budget = math.inf if agent.privacy is None else agent.privacy.epsilon
+        if math.isfinite(budget) and len(budgets) == len(BLOCKS):
+            budgets = self._calibrated(budgets, budget, agent.iterations)
+        return budgets
+
+    def _calibrated(self, budgets: dict, budget: float, T: int) -> dict:
+        """Every sigma times the multiplier k that makes this agent's derived epsilon after
+        the releases t = 0..T equal ``privacy.epsilon`` (eq. (21) is linear in 1/sigma, so
+        k = eps(T) / budget), less a 1e-9 margin for the ledger's own rounding
+        (docs/methods/chen2025.md, "Derived accounting": calibration)."""
+        spent = sum(b.partial_sum(T) for b in budgets.values())
+        if not math.isfinite(spent):
+            raise ConfigError(
+                f"privacy.epsilon = {budget:g}: agent {self.agent.id}'s derived sensitivity "
+                f"bound overflows within T = {T} releases, so no noise multiplier meets it",
+                "run fewer iterations, use smaller steps (lam_x0, lam_y0, lam_z0), or set "
+                "privacy.epsilon = inf")
+        self.sigma_multiplier = spent / (budget * (1.0 - 1e-9))
+        self.setup_note = (f"privacy.epsilon = {budget:g}: the derived accounting scales "
+                           f"every sigma by {self.sigma_multiplier:.4g} on agent "
+                           f"{self.agent.id} (each agent by its own), so its epsilon after "
+                           f"T = {T} iterations meets the budget")
+        return {v: dataclasses.replace(b, sigma=b.sigma * self.sigma_multiplier)
+                for v, b in budgets.items()}
 
     def step(self, n: int) -> None:
         t, core = n - 1, self.core
@@ -297,6 +349,19 @@ class LDPAggregative(Algorithm):
         K = self.agent.n_agents
         if self.clear:
             return {"guarantee": "noise off (sigma = 0): messages in the clear, loss unbounded"}
+        if self.accounting == "derived":
+            # each agent's constants are its own (its data's bounds): rank 0 reports its
+            # own; privacy.json holds every agent's booked loss
+            epsilon = sum(b.partial_sum(T) for b in self.budgets.values())
+            guarantee = ("pure epsilon local DP (delta = 0), releases t = 0..T, the t = 0 "
+                         "release with sensitivity 0" if math.isfinite(epsilon) else
+                         "none: the derived sensitivity bound overflowed (infinite), so the "
+                         "releases after it are booked as non-private")
+            return {"guarantee": guarantee, "accounting": DERIVED,
+                    "record_domain": self.record_domain,
+                    "sigma_multiplier_agent0": self.sigma_multiplier,
+                    "epsilon_eq21_T_agent0": epsilon if math.isfinite(epsilon)
+                    else "unbounded"}
         schedules = self.schedules
 
         def each(figure) -> list[float] | float:

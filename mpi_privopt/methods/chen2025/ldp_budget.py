@@ -20,7 +20,9 @@ docs/methods/chen2025.md, "Sensitivity and budget").
 
 The constants C_v need Lipschitz constants the paper does not report; with C = 1 the
 accounting is the *nominal* one of
-docs/methods/chen2025.md, "Nominal accounting", stated as such wherever it is reported.
+docs/methods/chen2025.md, "Nominal accounting" (``privacy.accounting = "nominal"``), stated
+as such wherever it is reported. The default, derived accounting of ``ldp-aggregative``
+(:mod:`~mpi_privopt.methods.chen2025.derived`) books the proof's recursion instead.
 
 A packed message is one :class:`~mpi_privopt.privacy.events.PackedLaplaceEvent` (its three
 Laplace events), booked once per sender whatever the number of neighbours (all see the same
@@ -50,8 +52,8 @@ BLOCKS = ("y", "z", "x")
 #: (docs/privacy-audit.md), so the label says the figure is not a guarantee.
 NOMINAL = ("nominal (docs/methods/chen2025.md: every sensitivity constant C = 1; not a guarantee unless "
            "one changed sample moves each block by at most C: the privacy audit measured "
-           "up to 9x on aggregative-quadratic, docs/privacy-audit.md; set "
-           "algorithm.sensitivity_* from a bound on your samples)")
+           "up to 9x on aggregative-quadratic, docs/privacy-audit.md; ldp-aggregative's "
+           "privacy.accounting = \"derived\" books proven bounds)")
 
 
 #: shown beside every epsilon of the nominal accounting that a run prints or writes (the

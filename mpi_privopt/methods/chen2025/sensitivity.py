@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ProofConstants", "recursion_bounds", "closed_form_constants",
+__all__ = ["ProofConstants", "recursion_bounds", "recursion_for_steps", "closed_form_constants",
            "closed_form_bounds", "closed_form_conditions"]
 
 #: the blocks, in the order the recursion computes them
@@ -139,11 +139,26 @@ def recursion_bounds(constants: ProofConstants, lam0: Mapping[str, float],
     -----
     The coefficients are vectorised over t; the recursion itself is sequential.
     """
+    return recursion_for_steps(constants, _steps(lam0, v, T), T)
+
+
+def recursion_for_steps(constants: ProofConstants, lam: Mapping[str, np.ndarray], T: int,
+                        self_weight: np.ndarray | None = None,
+                        count: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    r"""The recursion of :func:`recursion_bounds` for any step sizes: ``lam[v][t]`` for
+    t = 0..T-1 (the proof never uses their form).
+
+    ``self_weight[t]`` replaces a_ii where the own state's weight varies ([51]'s decaying
+    consensus, ``1 - beta^t |w_ii|``); ``count[t]`` replaces t + 1 as the number of samples
+    the empirical functions average at t ([51]'s fresh batch gamma_t: a sample changed in
+    one batch weighs ``1/gamma_t`` there and nothing elsewhere, which the forcing at every
+    t dominates).
+    """
     c = constants
-    lam = _steps(lam0, v, T)
     lx, ly, lz = lam["x"], lam["y"], lam["z"]
-    t1 = np.arange(1.0, T + 1.0)
-    sn, sr, a = math.sqrt(c.n_i), math.sqrt(c.r), c.self_weight
+    t1 = np.arange(1.0, T + 1.0) if count is None else np.asarray(count, dtype=float)
+    sn, sr = math.sqrt(c.n_i), math.sqrt(c.r)
+    a = np.full(T, c.self_weight) if self_weight is None else np.asarray(self_weight, float)
     # (8): Dy' = a Dy + ky_x Dx + fy
     ky_x = sr * c.L_l * ly
     fy = 2.0 * c.d_l * ly / t1
@@ -159,8 +174,8 @@ def recursion_bounds(constants: ProofConstants, lam0: Mapping[str, float],
     out = {b: np.zeros(T + 1) for b in ORDER}
     dy, dz, dx = out["y"], out["z"], out["x"]
     for t in range(T):
-        dy[t + 1] = a * dy[t] + ky_x[t] * dx[t] + fy[t]
-        dz[t + 1] = a * dz[t] + kz_x[t] * dx[t] + kz_y[t] * (dy[t + 1] + dy[t]) + fz[t]
+        dy[t + 1] = a[t] * dy[t] + ky_x[t] * dx[t] + fy[t]
+        dz[t + 1] = a[t] * dz[t] + kz_x[t] * dx[t] + kz_y[t] * (dy[t + 1] + dy[t]) + fz[t]
         dx[t + 1] = (kx_x[t] * dx[t] + kx_y[t] * (dy[t + 1] + dy[t])
                      + kx_z[t] * (dz[t + 1] + dz[t]) + fx[t])
     return out

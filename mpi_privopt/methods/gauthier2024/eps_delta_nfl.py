@@ -8,7 +8,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...privacy.classical_calibration import (basic_composition_gaussian_schedule,
                                               basic_composition_schedule)
-from ..baselines.admm import ConsensusState
+from ..baselines.admm import ConsensusState, linearised_gradient_step
 from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, IterateRelease, NoiseParams, noise_horizon,
                         run_budget,
@@ -129,6 +129,7 @@ class EpsDeltaNFL(Algorithm):
 
     #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
     planned_events = planned_iterate_events
+    gradient_step = linearised_gradient_step
     release_sensitivity = linearised_release_sensitivity
 
     @property

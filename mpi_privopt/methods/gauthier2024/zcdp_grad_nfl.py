@@ -9,7 +9,7 @@ from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
                         validate_budget, validate_noise_params, zcdp_schedule,
                         config_zcdp_schedule)
-from ..steps import step_size
+from ..steps import curvature, step_size
 from .audit import mechanism_audit, subgradient
 
 
@@ -87,6 +87,10 @@ class ZCDPGradNFL(Algorithm):
         g = self.agent.problem.subgradient(channel.last_sent)
         self.w = channel.average(self.self_weight, self.neighbor_weights) - alpha * g
         channel.exchange(self.release(self.w, n, self.sensitivity(alpha), channel.outgoing))
+
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        return ("algorithm.step", step_size(self.params.schedule, self.params.step, n),
+                curvature(self.agent.problem))
 
     @property
     def wt(self) -> np.ndarray:

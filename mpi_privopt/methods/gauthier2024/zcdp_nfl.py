@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from ..baselines.admm import ConsensusState
+from ..baselines.admm import ConsensusState, linearised_gradient_step
 from ..contract import Algorithm
 from ..perturbed import (planned_iterate_events, ZCDP_CHOICES, IterateRelease, ZCDPParams,
                         validate_budget, validate_noise_params, zcdp_schedule,
@@ -119,6 +119,7 @@ class ZCDPNFL(Algorithm):
 
     #: one perturbed iterate per iteration, on a public schedule (a resume checks it)
     planned_events = planned_iterate_events
+    gradient_step = linearised_gradient_step
     release_sensitivity = linearised_release_sensitivity
 
     @property

@@ -39,11 +39,19 @@ Members with a default (not required of an implementation; callers use
     ``initial_block()`` and the others at 0
     (:func:`~mpi_privopt.methods.chen2025.aggregative_parts.initial_stack`).
 
+``record_bounds(box)``
+    The constants of Assumption 5 that hold for every record of the problem's declared
+    (enforced) record domain and every x in ``[-box, box]^{n_i}``, as a
+    :class:`RecordBounds`, computed from the problem
+    (never a user's guess); None: the problem cannot bound them, and the derived accounting
+    is refused (docs/methods/chen2025.md, "Derived accounting").
+
 No MPI here: the set-up gathers the shares (:mod:`mpi_privopt.problem_setup`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -51,7 +59,42 @@ import numpy as np
 from mpi_privopt.problems.metrics import Evaluator
 
 __all__ = ["AggregativeObjective", "AggregativeBuilder", "public_blocks", "reference_share",
-           "tracker_recorder", "use_reference"]
+           "tracker_recorder", "use_reference", "record_bounds", "RecordBounds"]
+
+
+@dataclass(frozen=True)
+class RecordBounds:
+    """What a problem guarantees for every record of its declared domain and every x in the
+    box Omega, every y in ``y_range`` (R^r when None); l2 norms, the operator norm on
+    ``nabla l`` (docs/methods/chen2025.md, "Derived accounting").
+
+    Attributes
+    ----------
+    L_h : float
+        Half the largest change of ``nabla_x h(x, y; phi)`` or ``nabla_y h(x, y; phi)``
+        when the record phi is replaced (the proof uses L_h only for this).
+    Lbar_h : float
+        ``nabla_v h`` is Lbar_h-Lipschitz in (x, y) (the sum of the distances), v in {x, y}.
+    L_l : float
+        ``l`` is L_l-Lipschitz in x and ``||nabla l|| <= L_l``.
+    Lbar_l : float
+        ``nabla l`` is Lbar_l-Lipschitz in x.
+    d_l : float
+        Half the largest l1 change of ``l(x; xi)`` when the record xi is replaced.
+    y_range : tuple of float, optional
+        The aggregate's range (every coordinate), which ytilde is clipped to where it enters
+        the updates; None: no clip (the bounds hold for every y).
+    domain : str
+        The record domain the problem enforces, for reports.
+    """
+
+    L_h: float
+    Lbar_h: float
+    L_l: float
+    Lbar_l: float
+    d_l: float
+    y_range: tuple[float, float] | None = None
+    domain: str = ""
 
 
 class AggregativeObjective(Protocol):
@@ -114,3 +157,10 @@ def public_blocks(objective: AggregativeObjective, n_agents: int) -> list[np.nda
     (the blocks are not public)."""
     blocks = getattr(objective, "initial_blocks", None)
     return None if blocks is None else [np.asarray(b, dtype=float) for b in blocks(n_agents)]
+
+
+def record_bounds(objective: AggregativeObjective, box: float) -> object | None:
+    """The objective's ``record_bounds(box)`` if it has one, else None (no bounds: the
+    derived accounting is refused)."""
+    bounds = getattr(objective, "record_bounds", None)
+    return None if bounds is None else bounds(box)

@@ -110,6 +110,14 @@ def _read_npz(path: str) -> Table:
             if "pickle" in str(exc) else f"{path}: cannot be read as a .npz archive ({exc})",
             "write it with numpy.savez(path, X=X, y=y, agent=agent)",
         ) from None
+    # numpy hands back the raw bytes of a member that is not a .npy array
+    raw = sorted(k for k, v in arrays.items() if not isinstance(v, np.ndarray))
+    if raw:
+        raise DataError(
+            f"{path}: cannot be read as a .npz archive (not a numpy.savez archive of "
+            f"arrays: {short_list(raw)} are not .npy arrays)",
+            "write it with numpy.savez(path, X=X, y=y, agent=agent)",
+        )
     missing = [k for k in ("X", "y") if k not in arrays]
     if missing:
         raise DataError(

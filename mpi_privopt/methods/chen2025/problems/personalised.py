@@ -59,7 +59,9 @@ from mpi_privopt.problems.datasets.class_split import SPLITS, split_by_class
 from mpi_privopt.problems.datasets.images import ImageData
 from mpi_privopt.problems.datasets.image_files import DATASETS, load_image_data
 from mpi_privopt.problems.metrics import LOCAL, NONE, REFERENCE, AgentMetrics, Evaluator, Metric
-from mpi_privopt.problems.models.classifiers import MODELS, Classifier, make_model
+from mpi_privopt.problems.models.classifiers import (MODELS, Classifier, SoftmaxRegression,
+                                                     make_model)
+from mpi_privopt.problems.aggregative.objective import RecordBounds
 from mpi_privopt.problems.aggregative.sample_history import SampleHistory
 from mpi_privopt.problems.sampling import sampling_rng
 
@@ -160,7 +162,8 @@ class PersonalisedLearning:
         self.lambda_pen = float(lambda_pen)
         self.batch = int(batch)
         self.block_size = int(model.n_params)
-        self.images = data.as_float(data.train_images[train_rows])
+        # the record domain: pixels in [0, 1] (as_float's range; the clip enforces it)
+        self.images = np.clip(data.as_float(data.train_images[train_rows]), 0.0, 1.0)
         self.labels = data.train_labels[train_rows]
         self.test_images = data.as_float(data.test_images[test_rows])
         self.test_labels = data.test_labels[test_rows]
@@ -214,6 +217,15 @@ class PersonalisedLearning:
         weights = self.history.weights
         coef = x_coefficients(self._losses(x_i), weights, self.lambda_pen, _scalar(y, "y"))
         return self._backward(x_i, coef + weights * _scalar(z, "z"))
+
+    def record_bounds(self, box: float):
+        """Assumption 5's constants for softmax regression on pixels in [0, 1] and x in
+        ``[-box, box]^{n_i}`` (docs/methods/chen2025.md, "Derived accounting"); None for
+        another model (no bound is derived for it)."""
+        if not isinstance(self.model, SoftmaxRegression):
+            return None
+        return softmax_record_bounds(self.model.features, self.model.classes, box,
+                                     self.lambda_pen)
 
     def _initial(self, agent: int) -> np.ndarray:
         stream = np.random.SeedSequence(self.seed, spawn_key=(INIT_TAG, int(agent)))
@@ -294,6 +306,37 @@ class PersonalisedLearning:
         return AgentMetrics([Metric(name, "mean") for name in names], terms,
                             aggregate=lambda w: [self.local_mean_loss(self.own_block(w))],
                             aggregate_size=1)
+
+
+def softmax_record_bounds(features: int, classes: int, box: float,
+                          lambda_pen: float) -> RecordBounds:
+    r"""Assumption 5's constants of eq. (22) with softmax regression, every record a pixel
+    vector a in [0, 1]^d (d = ``features``, K = ``classes``) and x in [-B, B]^n_i, B = ``box``.
+
+    With u = (a, 1), ``||u||_2^2 <= d + 1`` and ``||u||_1 <= d + 1``: every logit is at most
+    ``S = B (d + 1)`` in magnitude, so the cross-entropy L lies in ``[0, L_max]``,
+    ``L_max = 2 S + ln K``; ``||nabla L|| = ||softmax - e_y|| ||u|| <= G = sqrt(2 (d + 1))``;
+    the Hessian is ``(diag p - p p^T) (x) u u^T``, so nabla L is ``Lbar = (d + 1)/2``-Lipschitz.
+    With ytilde clipped to ``[0, L_max]`` (the aggregate's range), ``c = 1 + 2 lam (L - y)``
+    obeys ``|c| <= 1 + 2 lam L_max`` and::
+
+        l = L:        L_l = G, Lbar_l = Lbar, d_l = L_max / 2
+        nabla_x h = c nabla L:       half its change over records <= (1 + 2 lam L_max) G,
+                                     Lipschitz (1 + 2 lam L_max) Lbar + 2 lam G^2 in x, 2 lam G in y
+        nabla_y h = -2 lam (L - y):  half its change <= lam L_max, Lipschitz 2 lam G, 2 lam
+    """
+    d1 = features + 1.0
+    L_max = 2.0 * box * d1 + math.log(classes)
+    G = math.sqrt(2.0 * d1)
+    Lbar = d1 / 2.0
+    c = 1.0 + 2.0 * lambda_pen * L_max
+    return RecordBounds(
+        L_h=max(c * G, lambda_pen * L_max),
+        Lbar_h=max(c * Lbar + 2.0 * lambda_pen * G * G, 2.0 * lambda_pen * G,
+                   2.0 * lambda_pen),
+        L_l=G, Lbar_l=Lbar, d_l=L_max / 2.0, y_range=(0.0, L_max),
+        domain=f"pixels in [0, 1], x in [-{box:g}, {box:g}]^n_i, ytilde clipped to "
+               f"[0, {L_max:.4g}]")
 
 
 # --- the builder ---------------------------------------------------------------------------

@@ -31,9 +31,18 @@ sampling stream
 (:func:`~mpi_privopt.problems.sampling.sampling_rng`), each draw of ``count`` samples
 taking xi (count x r) and then phi (count x n_i).
 
+Record domain (docs/methods/chen2025.md, "Derived accounting"): every sample is clipped to
+the l2 ball of radius ``clip`` standard deviations times sqrt(dimension), xi to
+``c_g = clip noise_g sqrt(r)`` and phi to ``c_f = clip noise_f sqrt(n_i)`` (at the default 5
+the clip binds with probability below 1e-10 per sample at r = n_i = 2), so the exact
+constants of Assumption 5 exist (:meth:`QuadraticAggregative.record_bounds`)::
+
+    L_l = ||A_i||_2, Lbar_l = 0, d_l = sqrt(r) c_g, L_h = c_f, Lbar_h = max(1, kappa)
+
 Options (``[problem.options]``): ``block`` (n_i, 2), ``aggregate`` (r, 2), ``kappa`` (1.0),
 ``noise_g`` and ``noise_f`` (sample standard deviations, 0.1), ``init`` (half-width of the
-initial box, 1.0), ``scale_p`` (p_i ~ U(-scale_p, scale_p), 1.0).
+initial box, 1.0), ``scale_p`` (p_i ~ U(-scale_p, scale_p), 1.0), ``clip`` (the record
+domain's radius in standard deviations times sqrt(dimension), 5.0).
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.reference.solution import ReferenceSolution
 from mpi_privopt.problems.metrics import LOCAL, REFERENCE, AgentMetrics, Evaluator, Metric, REDUCTIONS
 from mpi_privopt.problems.sampling import sampling_rng
+from mpi_privopt.problems.aggregative.objective import RecordBounds
 
 __all__ = ["QuadraticOptions", "QuadraticAggregative", "build_quadratic", "quadratic_optimum",
            "quadratic_parameters", "quadratic_initial_block"]
@@ -66,6 +76,7 @@ class QuadraticOptions:
     noise_f: float = 0.1
     init: float = 1.0
     scale_p: float = 1.0
+    clip: float = 5.0
 
     @classmethod
     def of(cls, options: Mapping[str, object]) -> "QuadraticOptions":
@@ -142,9 +153,17 @@ class QuadraticAggregative:
         self.trackers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- the sampling oracle ----------------------------------------------------------------
+    def _radii(self) -> tuple[float, float]:
+        """The record domain: the l2 radii (c_g, c_f) of xi and phi."""
+        o = self.opts
+        return (o.clip * o.noise_g * np.sqrt(self.aggregate_size),
+                o.clip * o.noise_f * np.sqrt(self.block_size))
+
     def observe(self, count: int = 1, *, fresh: bool = False) -> None:
         xi = self.opts.noise_g * self.rng.standard_normal((count, self.aggregate_size))
         phi = self.opts.noise_f * self.rng.standard_normal((count, self.block_size))
+        c_g, c_f = self._radii()
+        xi, phi = _clip_rows(xi, c_g), _clip_rows(phi, c_f)
         if fresh:
             self.count = 0
             self.sum_xi[:] = 0.0
@@ -173,6 +192,18 @@ class QuadraticAggregative:
 
     def initial_block(self) -> np.ndarray:
         return quadratic_initial_block(self.opts, self.seed, self.agent)
+
+    def record_bounds(self, box: float):
+        """The exact constants of Assumption 5 on the record domain (any box: none of
+        them depends on x): ``l(x; xi) = A_i x + xi`` changes by ``xi - xi'`` (l1 at most
+        ``2 sqrt(r) c_g``), ``nabla_x h = x - p_i - phi`` by ``phi' - phi`` (at most
+        ``2 c_f``), ``nabla_y h = kappa (y - b_i)`` not at all; ``nabla l = A_i^T``."""
+        c_g, c_f = self._radii()
+        return RecordBounds(
+            L_h=float(c_f), Lbar_h=max(1.0, self.opts.kappa),
+            L_l=float(np.linalg.norm(self.A, 2)), Lbar_l=0.0,
+            d_l=float(np.sqrt(self.aggregate_size) * c_g),
+            domain=f"xi clipped to ||xi||_2 <= {c_g:.4g}, phi to ||phi||_2 <= {c_f:.4g}")
 
     def record_trackers(self, x_i: np.ndarray, ytilde: np.ndarray, ztilde: np.ndarray) -> None:
         """Keep the method's estimates of g(x^t) and (1/m) sum_j grad_y f_j at x_i^t (the
@@ -317,6 +348,16 @@ class QuadraticToOptimum:
                 "consensus_gap": float(np.mean(terms[:, 5])),
                 "tracking_error": float(np.mean(terms[:, 6])),
                 "gradient_tracking_error": float(np.mean(terms[:, 7]))}
+
+
+def _clip_rows(samples: np.ndarray, radius: float) -> np.ndarray:
+    """Each row scaled into the l2 ball of ``radius`` (rows inside are left bitwise as
+    they are)."""
+    norms = np.linalg.norm(samples, axis=1)
+    outside = norms > radius
+    if outside.any():
+        samples[outside] *= (radius / norms[outside])[:, None]
+    return samples
 
 
 def build_quadratic(options: Mapping[str, object], rank: int, n_agents: int,
