@@ -85,15 +85,24 @@ class LinkTimer:
         self.out_neighbors = [int(v) for v in out_neighbors]
         self.meter = meter
         self._in_index = {v: i for i, v in enumerate(self.in_neighbors)}
+        self._buffers()
+        self.agree_clocks(comm)
+
+    def _buffers(self) -> None:
         # the markers' buffers: what each in-neighbour sent, what this agent sends
         self._received = [array("d", [0.0]) for _ in self.in_neighbors]
         self._stamp = array("d", [0.0])
         self._requests: tuple | None = None  # persistent, made by the first timed exchange
-        self.agree_clocks(comm)
 
     def __getstate__(self) -> dict:
-        # MPI requests belong to this process: a restored timer makes them again
-        return {**self.__dict__, "_requests": None}
+        # MPI requests and their buffers belong to this process: a restored timer makes
+        # them again (and a checkpoint holds only numpy and the package's own classes)
+        return {key: value for key, value in self.__dict__.items()
+                if key not in ("_received", "_stamp", "_requests")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._buffers()
 
     def agree_clocks(self, comm) -> None:
         """Learn which in-neighbours read this agent's clock (collective; again after a
