@@ -255,7 +255,7 @@ class TokenChannel:
         for pending in self._pending:
             pending.wait(sleeping=True)
         self._pending = []
-        complete_stamps(getattr(self, "_stamps", []))
+        complete_stamps(self._stamps)
         self._stamps = []
 
     def finish(self, release: Release | None,
