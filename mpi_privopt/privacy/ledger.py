@@ -244,7 +244,9 @@ class Ledger:
     def book_assumed(self, events: Iterable[PrivacyEvent], first: int, last: int) -> None:
         """Book ``events``, the planned releases of iterations ``first`` .. ``last`` that
         may have been made before an interruption, as sent to every neighbour (one
-        observer's view of each, ``Algorithm.planned_events``), and record the window."""
+        observer's view of each, ``Algorithm.planned_events``), and record the window.
+        The methods with a plan send every release to all their out-neighbours (their
+        ledger has that one group: tests/mpi/test_planned_events.py)."""
         group = self._group_for(tuple(self.neighbours))
         for event in events:
             self._book_event(group, event)
