@@ -94,6 +94,7 @@ class RunConfig:
     evaluate: str = "reference"
     stall_timeout: float | str = DEFAULT_STALL_TIMEOUT  # seconds; 0 or "off": no watchdog
     checkpoint_every: int = 0  # 0: only at SIGTERM/SIGINT (mpi_privopt/services/checkpoint.py)
+    link_time_every: int = 50  # time every N-th exchange per link; 0: none (network/link_time.py)
 
 
 @dataclass
@@ -364,6 +365,9 @@ def config_from_dict(raw: dict[str, Any], description: str = "") -> Config:
         if getattr(run, key) < 1:
             raise ConfigError(f"run.{key} = {getattr(run, key)} must be a positive integer",
                               f"set run.{key} to 1 or more")
+    if run.link_time_every < 0:
+        raise ConfigError(f"run.link_time_every = {run.link_time_every} must be an integer >= 0",
+                          "0 times no exchange; N times every N-th exchange of each phase")
     if run.name and (Path(run.name).name != run.name or run.name in (".", "..")
                      or len(run.name) > 200):
         raise ConfigError(f"run.name = {run.name!r} is not a plain name of at most 200 "

@@ -36,7 +36,7 @@ from .mpiutil import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network, wait_sleeping
+from .network import Network, set_sample_every, wait_sleeping
 from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
@@ -260,6 +260,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
                              records=method.uses_records)
 
     in_nbrs, out_nbrs = topology.neighbors(graph, rank)
+    set_sample_every(cfg.run.link_time_every)  # the time per link (network/link_time.py)
     net = Network(comm, in_nbrs, out_nbrs)
     # The ledger sees every release on the same send path as the traffic meter; with a
     # budget it also refuses a release before it leaves the agent.

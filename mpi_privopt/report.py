@@ -1,7 +1,8 @@
 """``mpi_privopt report RUN_DIR``: the accuracy curve beside the per-link matrices.
 
-Prints the learning curve's milestones, the bytes-per-link matrix and the privacy-loss-per-
-link matrix of a finished run; with ``--png FILE`` (needs matplotlib, the ``plot`` extra)
+Prints the learning curve's milestones, the bytes-per-link matrix, the time-per-link
+matrices (the receiver's mean wait and the link's transit, network/link_time.py) and the
+privacy-loss-per-link matrix of a finished run; with ``--png FILE`` (needs matplotlib, the ``plot`` extra)
 draws the three side by side.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from . import display
 from .errors import ConfigError
 from .results import read_metrics
-from .summary import RunSummary
+from .network.traffic import LINK_TIME, slowest_links
+from .summary import RunSummary, slowest_links_text
 
 SHOW_FULL = 16  # print whole matrices up to this many agents
 
@@ -43,6 +45,10 @@ def load_run(run_dir: str | Path) -> dict:
         "hosts": traffic.get("hosts"),
         "cross_host": (np.array(traffic["cross_host"], dtype=bool)
                        if "cross_host" in traffic else None),
+        # absent from runs written before link times were measured
+        "link_time": ({name: np.array(traffic["total"][name], dtype=float)
+                       for name in LINK_TIME} if "wait_seconds" in traffic["total"] else None),
+        "link_time_every": traffic.get("link_time_every"),
     }
 
 
@@ -172,6 +178,45 @@ def _hosts_text(run: dict) -> list[str]:
     return lines
 
 
+def _ms(value: float) -> str:
+    """A matrix cell's time in milliseconds; ``.`` for a link never timed."""
+    return "." if np.isnan(value) else f"{value * 1e3:.3g}"
+
+
+def _link_time_text(run: dict, K: int) -> list[str]:
+    """The time each link cost its receiver: mean wait and mean transit per sample, and
+    the slowest links (network/link_time.py says what is measured)."""
+    times = run.get("link_time")
+    if times is None:
+        return ["\ntime per link: not measured (a run written before link times were)"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wait = np.where(times["wait_samples"] > 0,
+                        times["wait_seconds"] / times["wait_samples"], np.nan)
+        transit = np.where(times["transit_samples"] > 0,
+                           times["transit_seconds"] / times["transit_samples"], np.nan)
+    every = run.get("link_time_every")
+    if np.isnan(wait).all() and np.isnan(transit).all():
+        return ["\ntime per link: nothing was timed" +
+                (" (link-time sampling was off)" if every == 0 else "")]
+    lines = []
+    if not np.isnan(wait).all():
+        lines.append(f"\nreceiver's wait per link, ms, mean per timed exchange (every "
+                     f"{every}-th exchange of each phase; row = sender, column = receiver; "
+                     f". = not timed): how long the receiver waited for this in-neighbour")
+        if K <= SHOW_FULL:
+            lines += _matrix_text(wait, _ms)
+    if not np.isnan(transit).all():
+        lines.append("\nlink transit, ms, mean (sender's stamp to the receiver seeing the "
+                     "marker or token; only between agents on one clock, only markers "
+                     "still in flight when the receiver began to wait; . = not measured)")
+        if K <= SHOW_FULL:
+            lines += _matrix_text(transit, _ms)
+    slowest = slowest_links({"total": times})
+    if slowest:
+        lines.append(f"slowest links: {slowest_links_text(slowest)}")
+    return lines
+
+
 def _eps(value: float) -> str:
     """A matrix cell's privacy loss: 3 significant digits (the cells are narrow), rounded
     up like every loss shown (display.loss); ``.`` for no link."""
@@ -218,6 +263,7 @@ def text_report(run: dict) -> str:
         lines += _matrix_text(run["bytes"], lambda v: "." if v == 0 else f"{v:.0f}",
                               run["cross_host"] & (run["bytes"] > 0) if several else None)
     lines += _hosts_text(run)
+    lines += _link_time_text(run, K)
     p = run["privacy"]
     eps, measure = _headline_links(run)
     how = ("local DP: the run's headline" if _pure_headline(run)

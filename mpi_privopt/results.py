@@ -7,7 +7,8 @@ Layout::
     metrics.csv     iteration, the problem's metrics in this evaluation mode (reference:
                     error, objective_gap, consensus_gap), elapsed_seconds, then the cost
                     so far: bytes_total, worst_link_epsilon (not written in "none" mode)
-    traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total
+    traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total,
+                    and the time each link cost its receiver (network/traffic.py)
                     (row = sender, column = receiver)
     privacy.json    K x K privacy loss per link (row = protected agent, column = observer),
                     per-agent totals, the conversions used (see docs/privacy.md)
@@ -34,6 +35,7 @@ import numpy as np
 from . import run_lock
 from .errors import ConfigError
 from .monitor import COST_COLUMNS, Evaluation
+from .network.traffic import LINK_TIME_UNITS, sample_every
 from .summary import RunSummary
 from .topology import write_edge_list
 
@@ -256,7 +258,11 @@ class RunDirectory:
         write_json(self.path / "traffic.json", {
             "agents": int(matrices["total"]["bytes"].shape[0]),
             "rows": "sender", "columns": "receiver",
-            "units": {"messages": "count", "bytes": "payload bytes", "seconds": "seconds in MPI calls"},
+            "units": {"messages": "count", "bytes": "payload bytes",
+                      # the sender's: a neighbour collective's split evenly over out-links
+                      "seconds": "sender's seconds in MPI calls",
+                      **LINK_TIME_UNITS},
+            "link_time_every": sample_every(),
             "phases": matrices["phases"],
             "total": matrices["total"],
             "receive_seconds": receive_seconds,

@@ -49,7 +49,7 @@ from .services.checkpoint_files import checkpoint_dir, resume_command, try_write
 from .services.faults import fault, wake_faults_on
 from .services.stop_signal import STOP_SIGNALS, StopOnSignal, mark_interrupted
 from .summary import EVALUATION_NOTES, RunSummary, format_summary
-from .network.traffic import assemble_matrices
+from .network.traffic import assemble_matrices, slowest_links
 
 __all__ = ["ResultsWriteError", "RunResult", "SignalHold", "build_summary", "finish"]
 
@@ -163,6 +163,7 @@ def finish(s) -> RunResult | None:
     if summary.epsilon_label:  # privacy.json's epsilons are the same figures
         privacy["epsilon_label"] = summary.epsilon_label
     summary.hosts, summary.collective_path = hosts, collective_path
+    summary.slowest_links = slowest_links(traffic) or None
     vendor, version = MPI.get_vendor()
     summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
                            f"(MPI {'.'.join(map(str, MPI.Get_version()))})")

@@ -18,7 +18,7 @@ from . import display
 #: the summary keys written only when they have a value
 OPTIONAL = ("algorithm_report", "privacy_note", "epsilon_label", "worst_observer_entry",
             "diverged_at_iteration", "diverged_agents", "stopped_at_iteration",
-            "stop_signal")
+            "stop_signal", "slowest_links")
 
 
 #: what the monitor gathered or reduced in each mode (summary.json's evaluation_note),
@@ -101,6 +101,9 @@ class RunSummary:
     #: status "interrupted": the last iteration run (and checkpointed), the signal's name
     stopped_at_iteration: int | None = None
     stop_signal: str | None = None
+    #: the links that cost their receivers most time (network/traffic.py slowest_links):
+    #: ``{"link", "wait_mean_seconds", "transit_mean_seconds", "samples"}``, slowest first
+    slowest_links: list[dict[str, Any]] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """The value of summary.json key ``key`` (KeyError if the run has none)."""
@@ -193,6 +196,22 @@ def _mpi_rows(s: RunSummary) -> list[tuple[str, str]]:
     return rows
 
 
+def slowest_links_text(links: list[dict[str, Any]]) -> str:
+    """``2->0 wait 5.1 ms (transit 5 ms), ...``: the mean per timed exchange (or hop)."""
+    parts = []
+    for entry in links:
+        i, j = entry["link"]
+        wait, transit = entry.get("wait_mean_seconds"), entry.get("transit_mean_seconds")
+        text = f"{i}->{j}"
+        if wait is not None:
+            text += f" wait {display.duration(wait)}"
+        if transit is not None:
+            text += (" (transit " if wait is not None else " transit ") + \
+                display.duration(transit) + (")" if wait is not None else "")
+        parts.append(text)
+    return ", ".join(parts) + " (mean per timed exchange or hop, receiver's side)"
+
+
 def format_summary(s: RunSummary) -> str:
     """The end-of-run table rank 0 prints."""
     i, j = s.busiest_link
@@ -217,6 +236,7 @@ def format_summary(s: RunSummary) -> str:
         ("privacy", _privacy_line(s)),
         *([("observer matrix", _observer_line(s.worst_observer_entry))]
           if s.worst_observer_entry else []),
+        *([("slowest links", slowest_links_text(s.slowest_links))] if s.slowest_links else []),
         *_mpi_rows(s),
         # summary.json keeps the full values; the table shows them for a person
         *(_report_row(s, str(k), v) for k, v in (s.algorithm_report or {}).items()),

@@ -25,8 +25,9 @@ weighted neighbour average ``mix``) and keeps its double buffering to itself.
 The package, one job per module: :mod:`.dist_graph` (the :class:`Network`), :mod:`.channels`
 (:class:`PendingExchange`, :class:`BroadcastChannel`), :mod:`.wait` (how every wait
 spins, then sleeps), :mod:`.protocols` (listeners, guards, the one error), :mod:`.tags`
-(point-to-point tags), :mod:`.traffic` (the meter), :mod:`.token_channel` (one token on
-a schedule) and :mod:`.walks` (the schedules).
+(point-to-point tags), :mod:`.traffic` (the meter), :mod:`.link_time` (the time each
+link cost its receiver, sampled), :mod:`.token_channel` (one token on a schedule) and
+:mod:`.walks` (the schedules).
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ _EXPORTS = {
     "NotANeighbourError": "protocols", "ReceiveListener": "protocols",
     "ReleaseListener": "protocols", "SendGuard": "protocols",
     "max_chain": "tags",
+    "set_sample_every": "traffic", "sample_every": "traffic",
     **{name: "wait" for name in (
         "BACKOFF_CAP", "EXCHANGE_SPIN", "EXCHANGE_WAITS", "Backoff", "exchange_wait",
         "set_exchange_wait", "wait_exchange", "wait_request", "wait_sleeping")},

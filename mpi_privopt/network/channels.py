@@ -15,6 +15,7 @@ from mpi4py import MPI
 
 from ..privacy.release import Release
 from .protocols import payload_of
+from . import traffic
 from .traffic import TrafficMeter
 from .wait import wait_exchange, wait_sleeping
 
@@ -64,6 +65,12 @@ class PendingExchange:
     def test(self) -> bool:
         """True when the exchange has completed (never loop on this: call :meth:`wait`)."""
         return bool(self._request.Test())
+
+
+def _started(request):
+    """``request`` after its ``Start`` (what :meth:`LinkTimer.timed` waits on)."""
+    request.Start()
+    return request
 
 
 class _OneOffAllgather:
@@ -181,13 +188,17 @@ class BroadcastChannel:
         if net.guards:
             net._admit([(release, net.out_neighbors)], self.phase)
         request = self._requests[index]
-        start = perf_counter()
-        request.Start()
-        wait_exchange(request)
-        elapsed = perf_counter() - start
         counters = self._counters
         if counters is None:
             counters = self._counters = net.meter.counters(self.phase)
+        start = perf_counter()
+        every = traffic.every_n  # every N-th exchange is timed per in-link
+        if every and not counters.all_messages % every:
+            net.link_timer.timed(net.comm, self.phase, lambda: _started(request))
+        else:
+            request.Start()
+            wait_exchange(request)
+        elapsed = perf_counter() - start
         net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
                                elapsed)
         following = self._following[index]

@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from ..privacy.release import Release
 from .channels import BroadcastChannel, PendingExchange
+from .link_time import LinkTimer
 from .protocols import (NotANeighbourError, ReceiveListener, ReleaseListener, SendGuard,
                         payload_of)
 from .tags import CHAIN_STRIDE, max_chain, phase_tag
@@ -47,7 +48,10 @@ class Network:
         self._out_index = {v: i for i, v in enumerate(self.out_neighbors)}
         self._n_in = len(self.in_neighbors)
         self._in_set = frozenset(self.in_neighbors)
-        self.meter = TrafficMeter(self.out_neighbors)
+        self.meter = TrafficMeter(self.out_neighbors, self.in_neighbors)
+        #: times sampled exchanges and token hops per in-link, into the meter
+        self.link_timer = LinkTimer(self.comm, self.in_neighbors, self.out_neighbors,
+                                    self.meter)
         # One receiver tuple per out-neighbour, reused by every single-link booking, so
         # listeners can recognise a receiver set by identity instead of rebuilding it.
         self._single = {v: (v,) for v in self.out_neighbors}
@@ -214,11 +218,15 @@ class Network:
         receivers = self.out_neighbors
         if self.guards:
             self._admit([(release, receivers)], phase)
+        counters = self.meter.by_phase.get(phase) or self.meter.counters(phase)
         start = perf_counter()
-        wait_exchange(self.comm.Ineighbor_allgather(payload, out))
-        self._account_broadcast(release, out, phase,
-                                self.meter.by_phase.get(phase) or self.meter.counters(phase),
-                                payload.nbytes, perf_counter() - start)
+        if self.link_timer.due(counters.all_messages):
+            self.link_timer.timed(self.comm, phase,
+                                  lambda: self.comm.Ineighbor_allgather(payload, out))
+        else:
+            wait_exchange(self.comm.Ineighbor_allgather(payload, out))
+        self._account_broadcast(release, out, phase, counters, payload.nbytes,
+                                perf_counter() - start)
         return out
 
     def broadcast_channel(self, phase: str, shape: int | tuple[int, ...],
@@ -275,7 +283,12 @@ class Network:
         if self.guards:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
         start = perf_counter()
-        wait_exchange(self.comm.Ineighbor_alltoall(sendbuf, out))
+        counters = self.meter.counters(phase)
+        if self.link_timer.due(counters.all_messages):
+            self.link_timer.timed(self.comm, phase,
+                                  lambda: self.comm.Ineighbor_alltoall(sendbuf, out))
+        else:
+            wait_exchange(self.comm.Ineighbor_alltoall(sendbuf, out))
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
         self._book_each(releases, phase)
         if self.receive_listeners:
@@ -369,8 +382,15 @@ class Network:
         start = perf_counter()
         tag = self.message_tag(phase, chain)
         request = self.comm.Irecv(out, source=MPI.ANY_SOURCE, tag=tag)
-        wait_sleeping(request, status)
-        self.meter.record_receive(phase, perf_counter() - start)
+        # a message already there when the receive was posted arrived at an unknown time
+        waited = not request.Test(status)
+        if waited:
+            wait_sleeping(request, status)
+        now = perf_counter()
+        #: when the last recv_any saw its message arrive, None when it was already there
+        #: (a token hop's arrival time, mpi_privopt/network/link_time.py)
+        self.arrived = now if waited else None
+        self.meter.record_receive(phase, now - start)
         source = status.Get_source()
         self._check_source(source)
         if status.Get_count(MPI.BYTE) != out.nbytes:
@@ -387,9 +407,17 @@ class Network:
 
     def reopen(self) -> None:
         """After a restore from a checkpoint: set up the channels' persistent requests
-        again (collective: every agent restores the same channels in the same order)."""
+        again (collective: every agent restores the same channels in the same order), and
+        learn again which neighbours share this agent's clock (the restore may run on other
+        machines)."""
         for channel in self._channels:
             channel.reopen()
+        if "link_timer" not in self.__dict__:  # saved before link times were measured
+            self.meter.in_neighbors = self.in_neighbors
+            self.link_timer = LinkTimer(self.comm, self.in_neighbors, self.out_neighbors,
+                                        self.meter)
+        else:
+            self.link_timer.agree_clocks(self.comm)
 
     @property
     def collective_path(self) -> str:
@@ -406,5 +434,6 @@ class Network:
         for channel in self._channels:
             channel.free()
         self._channels = []
+        self.link_timer.free()
         if self.comm != MPI.COMM_NULL:
             self.comm.Free()

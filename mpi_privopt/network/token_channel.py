@@ -44,9 +44,12 @@ from __future__ import annotations
 import copy
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from time import perf_counter
 
 import numpy as np
 from mpi4py import MPI
+
+from .link_time import complete_stamps
 
 from ..privacy.release import Release
 from .channels import PendingExchange
@@ -109,6 +112,7 @@ class TokenChannel:
         self._token = np.zeros(shape, dtype=dtype)
         self._send = np.zeros(shape, dtype=dtype)
         self._pending: list[PendingExchange] = []
+        self._stamps: list = []  # the hops' time stamps in flight (link_time.py)
         self._tree = None if tree is None else {int(v): int(p) for v, p in tree.items()}
         for used in (phase, self.final_phase):  # refuse a bad chain or a tag clash now
             net.message_tag(used, self.chain)
@@ -206,6 +210,7 @@ class TokenChannel:
         previous = int(self.holders[t - 1])
         if previous != self._net.rank:
             source = self._net.recv_any(self._token, self.phase, self.chain)
+            self._hop_arrived(source, self.phase)
             if source != previous:  # cannot happen once the ranks agreed on the schedule
                 raise RuntimeError(f"token {self.phase!r} chain {self.chain} step {t} came "
                                    f"from agent {source}, the schedule says {previous}")
@@ -236,13 +241,22 @@ class TokenChannel:
         # The same release (kind, event) with the channel's buffer as its payload.
         outgoing = _with_payload(release, self._send)
         net = self._net
+        sent_at = perf_counter()  # before the token leaves: its hop's start
         self._pending = [net.isend(v, outgoing, phase, self.chain) for v in receivers]
+        self._stamps = net.link_timer.stamp_hops(net.comm, receivers, sent_at)
+
+    def _hop_arrived(self, source: int, phase: str) -> None:
+        """Book the hop's transit (its stamp follows every token message)."""
+        net = self._net
+        net.link_timer.hop_arrived(net.comm, source, phase, net.arrived)
 
     def complete(self) -> None:
         """Wait (without spinning) until the token messages this agent sent have left."""
         for pending in self._pending:
             pending.wait(sleeping=True)
         self._pending = []
+        complete_stamps(self._stamps)
+        self._stamps = []
 
     def finish(self, release: Release | None,
                relay: Callable[[np.ndarray], Release] = Release.public, *,
@@ -270,6 +284,7 @@ class TokenChannel:
             outgoing = release
         else:
             source = net.recv_any(self._token, self.final_phase, self.chain)
+            self._hop_arrived(source, self.final_phase)
             if source != self._tree[net.rank]:
                 raise RuntimeError(f"the final token came from agent {source}, the tree "
                                    f"says {self._tree[net.rank]}")
@@ -278,10 +293,12 @@ class TokenChannel:
         if children and for_child is not None:
             self.complete()
             np.copyto(self._send, self._token)
-            self._pending = [self._net.isend(v, _with_payload(for_child(self._token, v),
-                                                              self._send),
-                                             self.final_phase, self.chain)
-                             for v in children]
+            releases = [_with_payload(for_child(self._token, v), self._send)
+                        for v in children]
+            sent_at = perf_counter()
+            self._pending = [self._net.isend(v, release, self.final_phase, self.chain)
+                             for v, release in zip(children, releases)]
+            self._stamps = net.link_timer.stamp_hops(net.comm, children, sent_at)
         elif children:
             self._send_copy(outgoing, children, self.final_phase)
         self.complete()

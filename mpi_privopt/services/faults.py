@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,16 @@ def fault(point: str, rank: int, iteration: int) -> None:
     collective protocols (mpi_privopt/mpiutil.py, ITERATION the call's number on that rank,
     from 1): ``computed-once`` (inside the step rank R computes for all); in the audit
     (ITERATION 0): ``audit-summary`` (rank R summarising the records).
+    ``slow@POINT:R:N:SECONDS``  rank R sleeps SECONDS at POINT of every iteration from N
+    on (a slow agent: its out-links stand out in traffic.json's link times).
     """
-    if _FAULT is None or _FAULT[1:4] != (point, rank, iteration):
+    if _FAULT is None:
+        return
+    if _FAULT[0] == "slow":
+        if _FAULT[1:3] == (point, rank) and iteration >= _FAULT[3]:
+            time.sleep(float(_FAULT[4]))
+        return
+    if _FAULT[1:4] != (point, rank, iteration):
         return
     action, file = _FAULT[0], _FAULT[4]
     sent = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}

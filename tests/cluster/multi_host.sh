@@ -31,7 +31,10 @@
 # the venv's bin: the `mpich` wheel's; e.g. /usr/bin/mpiexec.openmpi for the system's Open
 # MPI, with MPI4PY_LIBMPI=MULTIHOST_LIBMPI, default libmpi.so.40, when mpi4py loads another
 # library), MULTIHOST_FORCE_TCP=0 (MPICH: do not force TCP; a control showing that the TCP
-# check fails when the transport is left to MPICH).
+# check fails when the transport is left to MPICH), MULTIHOST_SHAPE (a tc qdisc, e.g.
+# "netem delay 5ms" or "tbf rate 100mbit burst 32kbit latency 50ms": host3's link to the
+# switch is shaped with it in both directions before the run, and the time per link is
+# printed; exit 77 when the kernel lacks that qdisc; docs/performance.md "Time per link").
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=${MULTIHOST_TEST_DIR:-/tmp/mpi_privopt-hosts}
@@ -155,6 +158,13 @@ for h in "${hosts[@]}"; do
   [ "$seen" = "host$h" ] || fail "ssh to $net.1$h answered '$seen', not host$h"
 done
 echo "sshd on host1 host2 host3: ssh from host1 reaches each under its own hostname"
+if [ -n "${MULTIHOST_SHAPE:-}" ]; then
+  # host3's cable, both ways: its eth0 sends, the switch's port3 sends to it
+  ip netns exec "${tag}h3" tc qdisc replace dev eth0 root $MULTIHOST_SHAPE 2>"$work/tc.err" &&
+    ip netns exec "$sw" tc qdisc replace dev port3 root $MULTIHOST_SHAPE 2>>"$work/tc.err" ||
+    skip "cannot shape a link with 'tc qdisc ... $MULTIHOST_SHAPE': $(head -n1 "$work/tc.err") (no sch_${MULTIHOST_SHAPE%% *} in this kernel?)"
+  echo "shaped: host3's link to the switch, both directions: $MULTIHOST_SHAPE"
+fi
 
 # -- 4. the run ----------------------------------------------------------------------------
 flavour=mpich
@@ -245,6 +255,22 @@ grep -m 2 "$net.12:[0-9]* *$net.13:\|$net.13:[0-9]* *$net.12:" "$work/host2-tcp.
 [ "$mpi_tcp" -gt 0 ] || ! command -v ss >/dev/null || fail "no TCP connection between host2 and host3: the MPI traffic did not go over TCP"
 "$venv/bin/python" -m mpi_privopt report "$out" |
   awk '/^bytes per link/ {on = 1} /^privacy loss/ {on = 0} on'
+"$venv/bin/python" - "$out" <<'EOF'
+import json, sys
+import numpy as np
+out = sys.argv[1]
+total = json.load(open(f"{out}/traffic.json"))["total"]
+summary = json.load(open(f"{out}/summary.json"))
+samples = np.array(total["wait_samples"])
+wait = np.array(total["wait_seconds"]) / np.maximum(samples, 1)
+third = np.array([h == "host3" for h in summary["hosts"]])
+via = (third[:, None] != third[None, :]) & (samples > 0)  # over host3's cable
+rest = ~via & (samples > 0)
+print(f"link wait: {wait[via].mean() * 1e3:.3f} ms mean over the {int(via.sum())} links over "
+      f"host3's cable, {wait[rest].mean() * 1e3:.3f} ms over the other {int(rest.sum())}; "
+      f"wall time {summary['wall_seconds']:.3f} s, algorithm {summary['algorithm_seconds']:.3f} s, "
+      f"{int(np.array(total['messages']).max())} exchanges per link")
+EOF
 # -- 6. the same run on one host gives the same models, bit for bit -------------------------
 one=("$mpiexec" -n $((slots * ${#hosts[@]})))
 [ $flavour = openmpi ] &&

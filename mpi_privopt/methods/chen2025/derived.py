@@ -137,10 +137,11 @@ def enforce_bounds(core, problem, params, agent_id: int, name: str):
         raise ConfigError(
             f"problem {type(problem).__name__} declares no record bounds, so no "
             f"sensitivity can be derived for {name}",
-            "give the problem a record_bounds(box) hook (docs/methods/chen2025.md, "
-            '"Derived accounting"), use one that has it (aggregative-quadratic, or '
-            'personalised with model = "softmax"), or set privacy.accounting = "nominal" '
-            "(its epsilon is then labelled nominal: not a privacy guarantee)")
+            "give the problem a record_bounds(box) hook "
+            '(docs/methods/chen2025.md, "Derived accounting"), use one that has it '
+            '(aggregative-quadratic, or personalised with model = "softmax"), or set '
+            'privacy.accounting = "nominal" (its epsilon is then labelled nominal: not a '
+            "privacy guarantee)")
     core.clip_z, core.y_range = params.clip_z, bounds.y_range
     constants = derived_constants(bounds, params.clip_z, core.self_weight,
                                   core.layout.sizes[agent_id], core.layout.r)
