@@ -42,7 +42,7 @@ from .methods import ALGORITHMS
 from .errors import UserError
 from .monitor import Evaluation
 from .network import wait_sleeping
-from .privacy.report import privacy_report
+from .privacy.report import assumed_note, privacy_report
 from .problems.metrics import REFERENCE
 from .results import write_agent_model
 from .services.checkpoint_files import checkpoint_dir, resume_command, try_write, write_fix
@@ -334,6 +334,8 @@ def build_summary(s, traffic: dict, privacy: dict, comm_seconds: list[float]) ->
             "loss is reported as unbounded, inf)" if privacy["notes"] else
             "non-private algorithm: every message is sent in the clear, so each link's "
             "privacy loss is unbounded (inf)")
+    elif privacy.get("assumed_iterations"):  # a secure-noise resume (privacy/report.py)
+        summary.privacy_note = assumed_note(privacy["assumed_iterations"])
     return summary
 
 

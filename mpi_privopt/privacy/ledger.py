@@ -133,6 +133,11 @@ class Ledger:
         every agent; computed here otherwise.
     """
 
+    #: releases booked as made before an interruption, without being seen (a resume of a
+    #: secure-noise run: mpi_privopt/services/release_gap.py): ``{"first", "last"}`` per
+    #: window; a class default, so that ledgers saved before it existed read as none
+    assumed: tuple[dict, ...] = ()
+
     def __init__(self, agent: int, neighbours: Sequence[int], delta: float,
                  budget: float = math.inf, limits: Budget | None = None) -> None:
         self.agent = agent
@@ -236,6 +241,23 @@ class Ledger:
         self._keys[id(receivers)] = (group, receivers)
         return group
 
+    def book_assumed(self, events: Iterable[PrivacyEvent], first: int, last: int) -> None:
+        """Book ``events``, the planned releases of iterations ``first`` .. ``last`` that
+        may have been made before an interruption, as sent to every neighbour (one
+        observer's view of each, ``Algorithm.planned_events``), and record the window.
+        The methods with a plan send every release to all their out-neighbours (their
+        ledger has that one group: tests/mpi/test_planned_events.py)."""
+        group = self._group_for(tuple(self.neighbours))
+        for event in events:
+            self._book_event(group, event)
+        self.assumed = (*self.assumed, {"first": int(first), "last": int(last)})
+
+    @property
+    def assumed_iterations(self) -> int:
+        """How many iterations' releases are booked as made before an interruption
+        (counted once per window: a window booked twice counts twice)."""
+        return sum(w["last"] - w["first"] + 1 for w in self.assumed)
+
     # -- questions ------------------------------------------------------------------------
 
     def _books(self, owner: int) -> list[tuple[tuple[int, ...], int | None, HeadlineAccountant]]:
@@ -301,7 +323,9 @@ class Ledger:
                    **g.accountant.to_dict()}
                   for g in (*self.groups.values(), *self.other.values())]
         return {"agent": self.agent, "delta": self.delta, "budget": self.budget,
-                "links": links, "total": total, "groups": groups}
+                "links": links, "total": total, "groups": groups,
+                **({"assumed": [dict(w) for w in self.assumed],
+                    "assumed_iterations": self.assumed_iterations} if self.assumed else {})}
 
 
 def _single(event: PrivacyEvent) -> HeadlineAccountant:

@@ -94,7 +94,14 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
             "public_releases": total.public,
             "budget": snapshot["budget"],
             "groups": groups,
+            # a secure-noise resume's booking of releases it did not see (Ledger.assumed)
+            **({"assumed": snapshot["assumed"],
+                "assumed_iterations": snapshot["assumed_iterations"]}
+               if "assumed" in snapshot else {}),
         })
+    assumed = max((a.get("assumed_iterations", 0) for a in agents), default=0)
+    if assumed:
+        notes.append(assumed_note(assumed))
     report = {
         "delta": delta,
         "noise": noise,
@@ -110,7 +117,18 @@ def privacy_report(ledgers: Sequence[dict], delta: float, noise: str) -> dict:
     }
     if foreign:
         report["observers"] = observer_matrix(matrices)
+    if assumed:
+        report["assumed_iterations"] = assumed
     return report
+
+
+def assumed_note(iterations: int) -> str:
+    """What privacy.json, the report and the summary say of releases booked as made
+    before an interruption (mpi_privopt/services/release_gap.py)."""
+    return (f"the losses include {iterations} iterations booked as released before an "
+            "interruption (assumed: a resume of a privacy.noise = \"secure\" run books "
+            "the planned releases of the iterations the run may have sent after its "
+            "checkpoint, an upper bound; docs/reliability.md)")
 
 
 def observer_matrix(matrices: dict) -> dict:

@@ -19,9 +19,11 @@ made after it, and the resume runs those iterations again:
   the ledger books those same releases again: at the latest checkpoint's iteration it
   holds exactly what the lost ledger held. The warning says so;
 * with ``privacy.noise = "secure"`` the draws come from OS entropy: running the
-  iterations again would release them a second time with fresh noise, and the ledger of
-  the previous checkpoint would not hold the first releases. The fallback is refused
-  (exit 2) rather than forget spent budget.
+  iterations again releases them a second time with fresh noise, and the ledger of the
+  previous checkpoint does not hold the first releases. The resume books them first, as
+  the method's planned releases up to where the run may have gone past the damaged
+  checkpoint (mpi_privopt/services/release_gap.py); it is refused (exit 2) when that
+  iteration is unknown (``latest.json`` damaged and none of its files left).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from ..errors import ConfigError
 from .checkpoint_files import (LATEST, CheckpointDamaged, checkpoint_dir, pointers,
                                read_record, state_path)
 
-__all__ = ["choose", "edgelist_sha256", "fallback_text", "usable_pointer"]
+__all__ = ["choose", "edgelist_sha256", "fallback_text", "secure_fallback_text",
+           "usable_pointer"]
 
 #: the run directory's record of the graph (mpi_privopt/results.py)
 EDGELIST = "graph.edgelist"
@@ -78,28 +81,37 @@ def fallback_text(problem: str, info: dict, later: int | None) -> str:
             "so the ledger books those releases again and no privacy spent is forgotten")
 
 
-def _refuse_secure(problem: ConfigError, info: dict, later: int | None) -> ConfigError:
+def secure_fallback_text(problem: str, info: dict, later: int) -> str:
+    """The warning of a secure-noise resume from the previous checkpoint ``info``."""
     at = info["iteration"]
-    rerun = f"iterations {at + 1} to {later}" if later is not None else \
-        f"the iterations after {at}"
+    return (f"{problem}; resuming from the previous checkpoint, of iteration {at}, "
+            f"instead. Iterations {at + 1} to {later} are run again with fresh noise "
+            "(privacy.noise = \"secure\"): what the run released after iteration "
+            f"{at} is booked first, as released before the interruption (assumed), so "
+            "no privacy spent is forgotten")
+
+
+def _refuse_secure(problem: ConfigError, info: dict) -> ConfigError:
+    at = info["iteration"]
     return ConfigError(
         f"{problem.what}. The previous checkpoint, of iteration {at}, is complete, but this "
-        f"run draws its noise from OS entropy (privacy.noise = \"secure\"): resuming from "
-        f"it would release {rerun} a second time with fresh noise, and the privacy they "
-        "spent the first time is not in its ledger, so it is not used",
+        f"run draws its noise from OS entropy (privacy.noise = \"secure\") and how far "
+        f"the run went after iteration {at} is unknown (no file of the damaged checkpoint "
+        "is left): the privacy it spent cannot be bounded, so it is not used",
         problem.fix)
 
 
-def choose(comm, run_dir: str | Path, rank: int) -> tuple[dict, dict, str | None]:
+def choose(comm, run_dir: str | Path,
+           rank: int) -> tuple[dict, dict, str | None, int | None]:
     """The checkpoint a resume uses (collective on ``comm``): its pointer, this rank's
-    checked record ``{"meta", "state"}`` and the fallback warning (None when it is the
-    latest checkpoint).
+    checked record ``{"meta", "state"}``, the fallback warning and the damaged latest
+    checkpoint's iteration (both None when it is the latest checkpoint).
 
     Raises
     ------
     ConfigError
         On every rank (one message), when no checkpoint can be used, or only the previous
-        one and the run's noise is ``secure``.
+        one, the run's noise is ``secure`` and the damaged one's iteration is unknown.
     """
     listed = comm.bcast([(path, info, None if problem is None else (problem.what, problem.fix))
                          for path, info, problem in pointers(run_dir)] if rank == 0 else None)
@@ -134,14 +146,16 @@ def choose(comm, run_dir: str | Path, rank: int) -> tuple[dict, dict, str | None
         err.collective = True
         raise err
     if not problems:
-        return info, record, None
+        return info, record, None, None
     if later is None:  # latest.json itself unusable: how far its files went, by their names
         later = _last_saved(run_dir, info["iteration"])
     if info.get("noise") == "secure":
-        err = _refuse_secure(problems[0], info, later)
-        err.collective = True
-        raise err
-    return info, record, fallback_text(problems[0].what, info, later)
+        if later is None:
+            err = _refuse_secure(problems[0], info)
+            err.collective = True
+            raise err
+        return info, record, secure_fallback_text(problems[0].what, info, later), later
+    return info, record, fallback_text(problems[0].what, info, later), later
 
 
 def _last_saved(run_dir: str | Path, after: int) -> int | None:

@@ -9,8 +9,10 @@ run's, or whose ``graph.edgelist`` was edited, naming what differs. Once set up,
 mpi_privopt/services/checkpoint_choice.py), loads every rank's saved state in place of the
 fresh one, and refuses a ``run.iterations`` whose planned releases would
 take an agent past ``privacy.epsilon`` (:func:`refuse_overspend`: the spent budget is the
-restored ledger's, never reset). Every step is agreed, so a failure on any rank is one
-message.
+restored ledger's, never reset). A resume of a secure-noise run first books what the run
+may have released after the checkpoint (:func:`book_gap`,
+mpi_privopt/services/release_gap.py). Every step is agreed, so a failure on any rank is
+one message.
 """
 from __future__ import annotations
 
@@ -28,9 +30,10 @@ from .checkpoint import Checkpointer, restore_state, unpickle_roots
 from .checkpoint_choice import EDGELIST, choose, edgelist_sha256, usable_pointer
 from .checkpoint_files import (CHECKPOINT_DIR, LATEST, config_fingerprint, remove_stale,
                                resume_command, state_path)
+from .release_gap import gap_windows, log_resume, logged_resumes
 
-__all__ = ["Resume", "check_resume_input", "is_final", "loop_start", "refuse_overspend",
-           "resume_run", "run_iterations"]
+__all__ = ["Resume", "book_gap", "check_resume_input", "is_final", "loop_start",
+           "refuse_overspend", "resume_run", "run_iterations"]
 
 
 @dataclass
@@ -146,6 +149,8 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
         return
     after = ledger.total
     spent = after.epsilon(ledger.delta)["best"]
+    assumed = (f", {ledger.assumed_iterations} iterations of it booked as released before "
+               "an interruption (assumed)" if ledger.assumed else "")
     for event in events:
         after.add(event)
     if not after.within(Budget.of(ledger.budget, ledger.delta)):
@@ -153,11 +158,66 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
         raise ConfigError(
             f"resuming to run.iterations = {last} would take agent {ctx.rank}'s "
             f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
-            f"{first - 1}) to {display.loss(eps)} at delta {ledger.delta:g}, over "
+            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {ledger.delta:g}, over "
             f"privacy.epsilon = {display.exact(ledger.budget)}; "
             "nothing was released",
             "the spent budget is never reset: keep the run as it is, or resume to fewer "
             "iterations")
+
+
+def book_gap(ctx: RunContext, info: dict, damaged_latest: int | None) -> list[tuple[int, int]]:
+    """Book into this agent's ledger, before any release, what a secure-noise run may have
+    released after the checkpoint ``info`` (falling back from a damaged latest checkpoint
+    of iteration ``damaged_latest``): the method's planned releases of every window
+    :func:`~mpi_privopt.services.release_gap.gap_windows` bounds. The windows booked ([]
+    for seeded noise, whose re-run releases nothing new). Collective on ``ctx.eval_comm``.
+
+    Raises
+    ------
+    ConfigError
+        On every rank: when a window is past ``run.iterations`` (the plan does not reach
+        it), or the method cannot say its releases ahead (no ``planned_events``) and its
+        loss is not unbounded already.
+    """
+    from ..mpiutil import agree
+    cfg = ctx.cfg
+    if cfg.privacy.noise != "secure":
+        return []
+    comm = ctx.eval_comm
+    windows = agree(comm, lambda: gap_windows(
+        info, damaged_latest, cfg.run.checkpoint_every, logged_resumes(ctx.run_dir),
+        run_iterations(ctx.run_dir)) if ctx.rank == 0 else None)
+    windows = comm.bcast(windows)  # one file read: every rank books the same windows
+    if not windows:
+        return []
+    at, last = info["iteration"], max(end for _first, end in windows)
+    described = ", ".join(f"{first} to {end}" for first, end in windows)
+
+    def book() -> bool:
+        if last > cfg.run.iterations:
+            raise ConfigError(
+                f"this run draws its noise from OS entropy (privacy.noise = \"secure\") "
+                f"and may have released iterations {described} after the checkpoint of "
+                f"iteration {at}; run.iterations = {cfg.run.iterations} does not reach "
+                "them, so their releases cannot be booked from the method's plan",
+                f"resume with --set run.iterations={last} or more")
+        algorithm = ctx.state.algorithm
+        planned = [algorithm.planned_events(first, end) for first, end in windows]
+        if any(events is None for events in planned) and ctx.state.ledger.total.unbounded:
+            return False  # messages in the clear: the loss is unbounded, nothing to lose
+        if any(events is None for events in planned):
+            raise ConfigError(
+                f"this run draws its noise from OS entropy (privacy.noise = \"secure\") "
+                f"and may have released iterations {described} after the checkpoint of "
+                f"iteration {at}; a resume would release them again with fresh noise, and "
+                f"{algorithm.name} cannot say its releases ahead (no planned_events), so "
+                "the privacy spent the first time cannot be booked",
+                "start a new run (a resume from a run's end or a signal's stop books "
+                "nothing; privacy.noise = \"fast\" runs resume without this)")
+        for (first, end), events in zip(windows, planned):
+            ctx.state.ledger.book_assumed(events, first, end)
+        return True
+    return windows if agree(comm, book) else []
 
 
 def _unpickled(ctx: RunContext, info: dict, record: dict) -> dict:
@@ -181,13 +241,14 @@ def _unpickled(ctx: RunContext, info: dict, record: dict) -> dict:
                           "or start a new run") from None
 
 
-def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None]:
+def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None, int | None]:
     """This rank's saved state loaded in place of the fresh set-up's (``ctx``), once every
-    rank's file is checked, with the checkpoint's pointer and the fallback warning (None
-    when it is the latest checkpoint). Collective; each step is agreed."""
+    rank's file is checked, with the checkpoint's pointer, the fallback warning and the
+    damaged latest checkpoint's iteration (both None when it is the latest checkpoint).
+    Collective; each step is agreed."""
     from ..mpiutil import agree  # MPI: not at import (check_resume_input runs before it)
-    info, record, warning = agree(ctx.eval_comm,
-                                  lambda: choose(ctx.eval_comm, ctx.run_dir, ctx.rank))
+    info, record, warning, damaged = agree(
+        ctx.eval_comm, lambda: choose(ctx.eval_comm, ctx.run_dir, ctx.rank))
     if warning is not None:  # the previous checkpoint: the same run, checked again
         agree(ctx.eval_comm, lambda: check_pointer(ctx.run_dir, info, ctx.cfg, ctx.graph,
                                                    ctx.size))
@@ -197,7 +258,7 @@ def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None]:
     return replace(ctx, state=restored), Resume(
         iteration=meta["iteration"], algorithm_seconds=meta["algorithm_seconds"],
         eval_seconds=meta["eval_seconds"], wall_seconds=meta.get("wall_seconds")), \
-        info, warning
+        info, warning, damaged
 
 
 def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, Resume]:
@@ -207,7 +268,7 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
     is one message."""
     from ..mpiutil import agree
     fresh = ctx.state.algorithm  # built by the resume's set-up for its run.iterations
-    restored, resumed, info, warning = resume_from(ctx)
+    restored, resumed, info, warning, damaged = resume_from(ctx)
     remove_stale(ctx.run_dir, ctx.rank)  # partial files only: both checkpoints stay
     checkpoints.saved_at = resumed.iteration  # the end's commit does not write it again
     checkpoints.run_id, checkpoints.pointer = info.get("run"), info
@@ -220,8 +281,19 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
         # a method whose public plan covers only the iterations it was set up for takes
         # the longer one from the resume's fresh set-up (token-admm's schedule)
         agree(ctx.eval_comm, lambda: restored.state.algorithm.extend(fresh, cfg.run.iterations))
+    # secure noise: what the run may have released after the checkpoint, booked before
+    # any release (and before the budget check, which must count it)
+    gap = book_gap(restored, info, damaged)
+    if ctx.rank == 0 and gap:
+        print(f"mpi_privopt: note: {_gap_text(gap)}", file=sys.stderr, flush=True)
     if not finishing:
         agree(ctx.eval_comm, lambda: refuse_overspend(restored, resumed.iteration + 1))
+    if not finishing and cfg.privacy.noise == "secure":
+        # this session's own releases die with it if it is killed before a checkpoint:
+        # the next resume reads this record (durable before any rank releases: agreed)
+        agree(ctx.eval_comm, lambda: log_resume(ctx.run_dir, resumed.iteration,
+                                                cfg.run.iterations)
+              if ctx.rank == 0 else None)
     if ctx.directory is not None:
         # what the earlier part wrote at its end is not this run's end: a resume that
         # is killed must show as failed at its checkpoint, not as the earlier part's stop
@@ -237,7 +309,16 @@ def resume_run(ctx: RunContext, checkpoints: Checkpointer) -> tuple[RunContext, 
                   "released)" if finishing else
                   f"resumed from the checkpoint of iteration {resumed.iteration}",
                   file=ctx.stream, flush=True)
+
     return restored, resumed
+
+
+def _gap_text(windows: list[tuple[int, int]]) -> str:
+    count = sum(end - first + 1 for first, end in windows)
+    described = ", ".join(f"{first} to {end}" for first, end in windows)
+    return (f"booked {count} iterations ({described}) as released before the interruption "
+            "(assumed: with privacy.noise = \"secure\" the releases the run made after its "
+            "checkpoint are not in its ledger and are not repeated exactly)")
 
 
 def loop_start(resumed: Resume | None) -> tuple[int, float]:

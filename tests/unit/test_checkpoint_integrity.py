@@ -135,15 +135,16 @@ def _flip(path, at: int = -5) -> None:
 
 def test_the_latest_checkpoint_is_used_when_it_checks(tmp_path):
     _two_checkpoints(tmp_path)
-    info, record, warning = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
+    info, record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
     assert info["iteration"] == 8 and record["meta"] == {"iteration": 8} and warning is None
+    assert damaged is None
 
 
 def test_a_damaged_latest_falls_back_to_the_previous_with_a_warning(tmp_path):
     _two_checkpoints(tmp_path)
     _flip(checkpoint_files.state_path(tmp_path, 0, 8))
-    info, record, warning = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
-    assert info["iteration"] == 4 and record["meta"] == {"iteration": 4}
+    info, record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
+    assert info["iteration"] == 4 and record["meta"] == {"iteration": 4} and damaged == 8
     assert "rank-0-iter-8.ckpt is damaged" in warning
     assert "resuming from the previous checkpoint, of iteration 4" in warning
     # the budget: what is released again is what was released before, and it says so
@@ -161,8 +162,8 @@ def test_a_damaged_latest_json_falls_back_too(tmp_path, damage):
         latest.write_bytes(bytes(np.random.default_rng(0).integers(0, 256, 300, np.uint8)))
     else:
         latest.unlink()
-    info, _record, warning = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
-    assert info["iteration"] == 4 and "latest.json" in warning
+    info, _record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
+    assert info["iteration"] == 4 and "latest.json" in warning and damaged == 8
     # how far the lost checkpoint went, from its files' names
     assert "Iterations 5 to 8 are run again" in warning
     checkpoint_files.state_path(tmp_path, 0, 8).unlink()
@@ -170,13 +171,26 @@ def test_a_damaged_latest_json_falls_back_too(tmp_path, damage):
     assert "The iterations after 4 are run again" in warning
 
 
-def test_a_secure_run_does_not_fall_back(tmp_path):
-    # fresh noise would release iterations 5..8 a second time, which the ledger of
-    # iteration 4 does not hold: refused rather than forgetting spent budget
+def test_a_secure_run_falls_back_and_says_the_gap_is_booked(tmp_path):
+    # fresh noise releases iterations 5..8 a second time; the ledger of iteration 4 does
+    # not hold the first releases, so the resume books them (services/release_gap.py):
+    # the damaged checkpoint's iteration is handed on for that
     _two_checkpoints(tmp_path, noise="secure")
     _flip(checkpoint_files.state_path(tmp_path, 0, 8))
-    with pytest.raises(ConfigError, match=r"release iterations 5 to 8 a second time with "
-                                          "fresh noise") as refused:
+    info, _record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
+    assert info["iteration"] == 4 and damaged == 8
+    assert "Iterations 5 to 8 are run again with fresh noise" in warning
+    assert "booked first, as released before the interruption (assumed)" in warning
+
+
+def test_a_secure_run_does_not_fall_back_when_the_damaged_one_is_unknown(tmp_path):
+    # latest.json damaged and none of its files left: how far the run went is unknown,
+    # so its releases cannot be bounded; refused rather than forgetting spent budget
+    _two_checkpoints(tmp_path, noise="secure")
+    (checkpoint_files.checkpoint_dir(tmp_path) / "latest.json").unlink()
+    checkpoint_files.state_path(tmp_path, 0, 8).unlink()
+    with pytest.raises(ConfigError, match=r"how far the run went after iteration 4 is "
+                                          "unknown") as refused:
         checkpoint_choice.choose(_OneRank(), tmp_path, 0)
     assert refused.value.collective and "restore it from a copy" in refused.value.fix
 
