@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
+from mpi_privopt.network.link_time import HOP_TAG, MARKER_TAG
+
 #: calls whose first argument is what leaves this rank
 SEND_FIRST = {"Send", "Isend", "Ssend", "Bsend", "Rsend", "Gather", "Igather", "Allgather",
               "Iallgather", "Allreduce", "Iallreduce", "Reduce", "Ireduce", "Alltoall",
@@ -27,7 +29,11 @@ PERSISTENT = {"Neighbor_allgather_init", "Neighbor_alltoall_init", "Send_init",
 #: calls that carry no payload
 SILENT = {"Get_rank", "Get_size", "Barrier", "Ibarrier", "Free", "Dup", "Create_dist_graph_adjacent",
           "Get_topology", "Get_dist_neighbors", "Get_dist_neighbors_count", "Recv", "Irecv",
-          "recv", "irecv", "Probe", "Iprobe", "Get_name", "Set_name", "Is_inter"}
+          "Recv_init", "recv", "irecv", "Probe", "Iprobe", "Get_name", "Set_name", "Is_inter"}
+#: the tags of the link-time markers and token hop stamps (network/link_time.py): a call
+#: under one of them is recorded with TIMING appended to its name
+TIMING_TAGS = {MARKER_TAG, HOP_TAG}
+TIMING = "[timing]"
 
 
 def _payload_bytes(value) -> bytes:
@@ -36,7 +42,10 @@ def _payload_bytes(value) -> bytes:
         return np.ascontiguousarray(value).tobytes()
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], np.ndarray):
         return np.ascontiguousarray(value[0]).tobytes()  # [buffer, datatype] spec
-    return pickle.dumps(value)
+    try:  # another buffer (array.array, bytearray): its raw bytes, as MPI sends them
+        return memoryview(value).tobytes()
+    except TypeError:
+        return pickle.dumps(value)
 
 
 @dataclass
@@ -95,13 +104,14 @@ class RecordingComm:
                 self._log.unknown.add(attr)
                 payload = pickle.dumps(
                     [_payload_bytes(a) if isinstance(a, np.ndarray) else repr(a) for a in args])
-            self._log.records.append(Record(self._name, attr, payload))
+            name = attr + (TIMING if kwargs.get("tag") in TIMING_TAGS else "")
+            self._log.records.append(Record(self._name, name, payload))
             result = value(*args, **kwargs)
             if isinstance(result, MPI.Comm) and result != MPI.COMM_NULL:
                 self._children += 1
                 return RecordingComm(result, self._log, f"{self._name}/{attr}")
             if attr in PERSISTENT:
-                return RecordingRequest(result, args[0], self._log, self._name, attr)
+                return RecordingRequest(result, args[0], self._log, self._name, name)
             return result
 
         return call

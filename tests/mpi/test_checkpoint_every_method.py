@@ -29,7 +29,7 @@ from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.results import read_metrics
 sys.path.insert(0, str(Path(__file__).parent))
-from contract_cases import BASE, case_for  # noqa: E402
+from contract_cases import BASE, case_for, nominal_only  # noqa: E402
 
 T = 12
 #: the iteration during which rank 0 receives SIGTERM
@@ -49,12 +49,7 @@ def root():
 def _config(name: str):
     case = case_for(name)
     overrides = case.noisy if case.noisy is not None else case.noiseless
-    # the Chen & Wang baselines under the nominal accounting (the tracking ones have no
-    # other: docs/methods/chen2025.md, "Derived accounting")
-    nominal = (["privacy.accounting=nominal"] if name in ("aggregative-gt", "aggregative-pat",
-                                                         "pdop-aggregative", "tvs-aggregative")
-               else [])
-    return load_config(None, BASE + overrides + nominal + [f"run.iterations={T}",
+    return load_config(None, BASE + overrides + nominal_only(name) + [f"run.iterations={T}",
                                                            "run.eval_every=1",
                                                            "privacy.noise=fast"])
 

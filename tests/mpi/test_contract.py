@@ -35,6 +35,7 @@ from mpi_privopt.privacy.accountants import resolve
 sys.path.insert(0, str(Path(__file__).parent))
 from contract_cases import (BASE, CASES, CONVERGENCE_ITERATIONS, FEATURES,  # noqa: E402
                             NOISY_ITERATIONS, case_for)
+from contract_cases import nominal_only as nominal_for  # noqa: E402
 
 NAMES = sorted(ALGORITHMS)
 
@@ -123,16 +124,10 @@ class _Single:
         self.event = event
 
 
-#: the Chen & Wang baselines run their release mechanics under the nominal accounting (the
-#: tracking ones have no other, docs/methods/chen2025.md, "Derived accounting"; the
-#: frameworks' derived bounds are checked by test_sensitivity.py)
-NOMINAL_ONLY = ("aggregative-gt", "aggregative-pat", "pdop-aggregative", "tvs-aggregative")
-
-
 def nominal_only(overrides: list[str]) -> list[str]:
     """``privacy.accounting=nominal`` when the overrides name a baseline of NOMINAL_ONLY."""
     named = [o.split("=", 1)[1] for o in overrides if o.startswith("algorithm.name=")]
-    return ["privacy.accounting=nominal"] if named and named[-1] in NOMINAL_ONLY else []
+    return nominal_for(named[-1]) if named else []
 
 
 class Runs:

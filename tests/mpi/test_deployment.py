@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recording import CallLog, RecordingComm  # noqa: E402
+from recording import TIMING, CallLog, RecordingComm  # noqa: E402
 
 from mpi_privopt import topology  # noqa: E402
 from mpi_privopt.config import load_config  # noqa: E402
 from mpi_privopt.engine import run  # noqa: E402
+from mpi_privopt.network.link_time import boot_id  # noqa: E402
 from mpi_privopt.privacy.accountants import HeadlineAccountant  # noqa: E402
 from mpi_privopt.problems import load_agent_data, make_local_problem  # noqa: E402
 from mpi_privopt.results import agent_model_path, read_metrics  # noqa: E402
@@ -33,6 +34,17 @@ def is_stop_agreement(record) -> bool:
         return False
     signum, stride = np.frombuffer(record.payload, dtype=np.int64)
     return 0 <= signum < 65 and stride >= 0
+
+
+def algorithm_sends(log) -> list:
+    """What the algorithm's communicator carried, less the link timer's own messages
+    (network/link_time.py), checked here: one set-up exchange of the kernel's boot id
+    (which neighbours read one clock) and sampled 8-byte clock readings under its tags."""
+    sends = [r for r in log.on(GRAPH) if r.payload is not None]
+    clock = [r for r in sends if r.payload == boot_id()]
+    timing = [r for r in sends if TIMING in r.call]
+    assert len(clock) == 1 and timing and all(len(r.payload) == 8 for r in timing)
+    return [r for r in sends if r not in clock and r not in timing]
 
 
 def recorded_run(comm, out, overrides):
@@ -83,8 +95,9 @@ def test_deployment_sends_only_releases_setup_agreement_and_counters(comm, share
     cfg, result, log, releases, iterates = recorded_run(
         comm, out, [f"run.iterations={T}", "run.evaluate=none"])
 
-    # The algorithm's communicator carries its releases and nothing else.
-    graph_sends = [r for r in log.on(GRAPH) if r.payload is not None]
+    # The algorithm's communicator carries its releases and nothing else (beside the link
+    # timer's clock readings, algorithm_sends).
+    graph_sends = algorithm_sends(log)
     assert graph_sends and all(r.payload in releases for r in graph_sends)
     assert len(graph_sends) == T  # zCDP-NFL: one broadcast of w + noise per iteration
     # The world itself carries nothing; the evaluation communicator a fixed handful of
@@ -137,7 +150,7 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
     assert all(r.call == "Igather" for r in buffers)
     width = len(columns) + 1 + len(HeadlineAccountant.EXPOSURE)
     assert all(len(r.payload) == 8 * width for r in buffers)
-    assert all(r.payload in releases for r in log.on(GRAPH) if r.payload is not None)
+    assert all(r.payload in releases for r in algorithm_sends(log))
     assert_nothing_private_leaves(comm, cfg, log, iterates)
 
     comm.Barrier()
@@ -165,7 +178,7 @@ def test_local_evaluation_reduces_scalars_only(comm, shared_dir):
 # -- every registered method --------------------------------------------------------------
 
 sys.path.insert(0, str(Path(__file__).parent))
-from contract_cases import BASE, case_for  # noqa: E402
+from contract_cases import BASE, case_for, nominal_only  # noqa: E402
 
 from mpi_privopt.methods import ALGORITHMS  # noqa: E402
 
@@ -200,7 +213,7 @@ def deployment_run(comm, out, name, mode):
     through a recording communicator. Returns the log, the booked releases' payloads, this
     agent's private pieces and clean iterates, and the log index range of the iterations."""
     case = case_for(name)
-    cfg = load_config(None, BASE + (case.noisy or case.noiseless)
+    cfg = load_config(None, BASE + (case.noisy or case.noiseless) + nominal_only(name)
                       + [f"run.iterations={FEW}", "run.eval_every=1", f"run.evaluate={mode}",
                          "run.progress_every=0"])
     log = CallLog()
@@ -257,7 +270,11 @@ def deployment_problems(comm, out, name, mode, log, seen) -> list[str]:
         problems.append(f"{len(log.payloads(WORLD))} payloads on the world communicator")
     # The algorithm's communicator: during the iterations, only what the privacy layer
     # booked; around them, only the set-up agreement of a schedule (a few integers).
-    during = [r for r in inside if r.comm == GRAPH and r.payload is not None]
+    during = [r for r in inside if r.comm == GRAPH and r.payload is not None
+              and TIMING not in r.call]
+    # the link-time markers and token hop stamps: one float (a clock reading) each
+    problems += [f"{r.call} of {len(r.payload)} bytes" for r in log.records
+                 if TIMING in r.call and r.payload is not None and len(r.payload) != 8]
     if not sum(comm.allgather(len(during))):  # a token's agent may hold no step of a few
         problems.append("nothing sent")
     for r in during:
