@@ -13,10 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-#: the MPI families a launcher's ``--version`` text names
-FAMILIES = {"MPICH": ("hydra", "mpich"), "Open MPI": ("open mpi", "openrte", "open-mpi"),
-            "Intel MPI": ("intel",)}
-
+from .mpi_family import FAMILIES, launcher_family, vendor_family  # noqa: F401 (re-exported)
 
 @dataclass
 class MPIFacts:
@@ -28,22 +25,6 @@ class MPIFacts:
     launcher: str | None    # the mpiexec on PATH
     launcher_family: str | None
     launcher_text: str
-
-
-def launcher_family(text: str) -> str | None:
-    """The MPI family a launcher's ``--version`` output names, or None."""
-    lowered = text.lower()
-    for family, words in FAMILIES.items():
-        if any(word in lowered for word in words):
-            return family
-    return None
-
-
-def vendor_family(vendor: str) -> str | None:
-    """The launcher family that belongs to an mpi4py vendor name (MPICH derivatives too)."""
-    if vendor in FAMILIES:
-        return vendor
-    return "MPICH" if re.search(r"mpich|mvapich|cray", vendor, re.I) else None
 
 
 def mismatch(facts: MPIFacts) -> str | None:
@@ -117,7 +98,7 @@ def main(args) -> int:
         print(f"warning       {problem}", file=sys.stderr)
         return 1
     print("ok            the launcher on PATH starts this MPI's ranks together")
-    from .launch_line import hydra_knows_kinds  # it imports this module
+    from .launch_line import hydra_knows_kinds
     note = many_ranks_note(facts, facts.launcher is not None
                            and facts.launcher_family == "MPICH"
                            and hydra_knows_kinds(facts.launcher))

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from .doctor import launcher_family, vendor_family
+from .mpi_family import launcher_family, vendor_family
 
 #: what a launcher sets for one process of its job, by prefix (hydra/PMI, PMIx, Open MPI)
 _JOB_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCAL")
