@@ -21,8 +21,8 @@ import numpy as np
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
 from mpi_privopt.privacy.conversions import DEFAULT_RDP_ORDERS
-from mpi_privopt.privacy.costs import (UnsupportedEventError, gdp_mu, pure_dp_rdp, pure_epsilon,
-                                       resolve, zcdp_rho)
+from mpi_privopt.privacy.costs import (WRAPPERS, UnsupportedEventError, gdp_mu, pure_dp_rdp,
+                                       pure_epsilon, resolve, zcdp_rho)
 from mpi_privopt.privacy.events import (GaussianEvent, LaplaceEvent, NonPrivateEvent,
                                         PrivacyEvent, PublicEvent, PureDPEvent, ZCDPEvent)
 from mpi_privopt.privacy.notions import (GaussianExactAccountant, PLDAccountant,
@@ -104,8 +104,10 @@ class HeadlineAccountant:
     def add(self, event: PrivacyEvent, count: int = 1) -> None:
         """Compose ``count`` releases of ``event`` (validated when it was made; a wrapped
         event is counted as what :func:`resolve` makes of it)."""
-        event = resolve(event)
         cls = event.__class__
+        if cls in WRAPPERS:  # resolve() returns every other event itself: no call per release
+            event = resolve(event)
+            cls = event.__class__
         if cls is PublicEvent:
             self.public += count
             return

@@ -27,6 +27,10 @@ class UnsupportedEventError(ConfigError):
     """An accountant was asked to compose an event it cannot count."""
 
 
+#: the event classes :func:`resolve` replaces (every other event is counted as itself)
+WRAPPERS = (PackedLaplaceEvent, AmplifiedGaussianEvent)
+
+
 def resolve(event: PrivacyEvent) -> PrivacyEvent:
     """The event an accountant counts for ``event``: itself, unless it wraps others.
 

@@ -30,9 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from .. import display
 from ..errors import PrivacyBudgetExceeded
 from .accountants import Budget, HeadlineAccountant, epsilons, most_exposed
-from .costs import resolve
-from .events import (AmplifiedGaussianEvent, GaussianEvent, LaplaceEvent, NonPrivateEvent,
-                     PackedLaplaceEvent, PrivacyEvent, PublicEvent)
+from .costs import WRAPPERS, resolve
+from .events import GaussianEvent, LaplaceEvent, NonPrivateEvent, PrivacyEvent, PublicEvent
 from .notions import PLDAccountant
 from .release import Release
 
@@ -42,7 +41,7 @@ _IDENTITY_CACHE_SIZE = 1024
 #: events that cost nothing or make the loss unbounded: counted, not kept
 _NOT_KEPT = (PublicEvent, NonPrivateEvent)
 #: events that wrap others: stored as what they resolve to
-_WRAPPERS = (PackedLaplaceEvent, AmplifiedGaussianEvent)
+_WRAPPERS = WRAPPERS
 
 
 class EventBook:
@@ -201,7 +200,19 @@ class Ledger:
         receiver lookup of :meth:`on_release`.
         """
         group = self._group_for(receivers)
-        return lambda release: self._book(group, release)
+        agent, book = self.agent, self._book
+
+        def book_release(release: Release) -> None:
+            # The common release written out (one event of this agent's data, no record,
+            # nothing to resolve: every broadcast of every method) goes straight to the
+            # group; what _book_event does with it, without its two calls and checks.
+            event = release.event
+            if (not release.more and event.record is None and event.__class__ not in _WRAPPERS
+                    and (event.owner is None or event.owner == agent)):
+                group.add(event)
+            else:
+                book(group, release)
+        return book_release
 
     def _book(self, group: EventBook, release: Release) -> None:
         self._book_event(group, release.event)

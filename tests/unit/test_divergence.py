@@ -1,12 +1,15 @@
 """The divergence guard: a non-finite or exploding iterate stops the run with its cause."""
 import inspect
+import math
+import warnings
 
 import numpy as np
 import pytest
 
 from mpi_privopt.methods.contract import Algorithm
 
-from mpi_privopt.services.divergence import DIVERGENCE_FACTOR, Diverged, DivergenceGuard, NoiseWatch
+from mpi_privopt.services.divergence import (DIVERGENCE_FACTOR, Diverged, DivergenceGuard,
+                                            NoiseWatch, iterate_norm)
 from mpi_privopt.privacy.events import GaussianEvent
 from mpi_privopt.privacy.release import Release
 
@@ -108,3 +111,31 @@ def test_record_mode_remembers_the_first_divergence_and_goes_on():
     guard.check(np.full(2, np.inf), 5)
     guard.check(np.full(2, 1e300), 6)
     assert guard.first == 5
+
+
+def _vectors():
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 7, 8, 33, 1000, 12345):
+        for scale in (1e-3, 1.0, 1e100):
+            yield rng.standard_normal(n) * scale
+            yield (rng.standard_normal((n, 3)) * scale)[:, 1]  # a strided view
+
+
+def test_the_iterate_norm_is_numpys_bit_for_bit():
+    for w in _vectors():
+        assert iterate_norm(w) == float(np.linalg.norm(w))
+    for w in (np.arange(6.0).reshape(2, 3), np.ones(4, dtype=np.float32), np.arange(5)):
+        assert iterate_norm(w) == float(np.linalg.norm(w))   # the fallback's cases
+
+
+@pytest.mark.parametrize("w", [np.array([1e200, 1e200]), np.array([np.inf, 1.0]),
+                               np.array([np.nan, 1.0]), np.array([1e30, 1e30], dtype=np.float32),
+                               np.array([[1e200], [1.0]])])
+def test_the_iterate_norm_of_an_overflowing_iterate_warns_nothing(w):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # a warning fails the test
+        norm = iterate_norm(w)
+    assert not math.isfinite(norm)
+    guard = DivergenceGuard(np.ones(2))
+    with pytest.raises(Diverged, match="not finite at iteration 4"):
+        guard.check(w, 4)

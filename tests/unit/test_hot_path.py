@@ -13,8 +13,10 @@ import pytest
 from mpi4py import MPI
 
 from mpi_privopt.network import Network
-from mpi_privopt.privacy.accountants import GaussianEvent, zcdp_rho
-from mpi_privopt.privacy.events import NonPrivateEvent, PublicEvent
+from mpi_privopt.privacy.accountants import GaussianEvent, HeadlineAccountant, resolve, zcdp_rho
+from mpi_privopt.privacy.amplification import AmplificationConstants
+from mpi_privopt.privacy.events import (AmplifiedGaussianEvent, LaplaceEvent, NonPrivateEvent,
+                                        PackedLaplaceEvent, PublicEvent)
 from mpi_privopt.privacy.ledger import Ledger, _IDENTITY_CACHE_SIZE
 from mpi_privopt.privacy.release import NONPRIVATE, PUBLIC, Release
 from mpi_privopt.problems import LOSSES, LocalProblem
@@ -173,3 +175,44 @@ def test_booker_and_on_release_book_into_the_same_group():
     ledger.on_release(release, [2, 1], "x", 0)
     assert list(ledger.groups) == [(1, 2)]
     assert ledger.links[1].releases == ledger.links[2].releases == 2
+
+
+def _releases_of_every_kind() -> list[Release]:
+    """One release per path of the ledger's booking (the booker's shortcut and the rest)."""
+    constants = AmplificationConstants(eta=2.0, beta=0.9, nu=0.5)
+    payload = np.zeros(2)
+    return [Release.public(payload), Release.nonprivate(payload, "clear"),
+            Release(payload, GaussianEvent(1.0, 2.0)),
+            Release(payload, GaussianEvent(1.0, 3.0, owner=0)),
+            Release(payload, LaplaceEvent(1.0, 4.0)),
+            Release(payload, GaussianEvent(1.0, 2.0, record=5)),        # one record
+            Release(payload, GaussianEvent(1.0, 2.0, owner=3)),         # another's data
+            Release(payload, PackedLaplaceEvent((LaplaceEvent(1.0, 4.0),))),   # wrapped
+            Release(payload, AmplifiedGaussianEvent(GaussianEvent(1.0, 1.0), 2, constants)),
+            Release(payload, GaussianEvent(1.0, 2.0), (GaussianEvent(1.0, 5.0, owner=3),))]
+
+
+def test_the_booker_books_every_kind_of_release_as_on_release_does():
+    booked, plain = Ledger(0, [1, 2], 1e-5), Ledger(0, [1, 2], 1e-5)
+    book = booked.booker([1, 2])
+    for _ in range(3):                                   # repeats, as every iteration
+        for release in _releases_of_every_kind():
+            book(release)
+            plain.on_release(release, [1, 2], "x", 0)
+    assert booked.to_dict() == plain.to_dict()
+    for mine, theirs in ((booked.groups, plain.groups), (booked.other, plain.other)):
+        assert list(mine) == list(theirs)
+        for key in mine:
+            assert mine[key].events == theirs[key].events
+            assert mine[key].accountant.to_dict() == theirs[key].accountant.to_dict()
+
+
+def test_the_accountant_counts_a_wrapped_event_as_what_it_resolves_to():
+    constants = AmplificationConstants(eta=2.0, beta=0.9, nu=0.5)
+    for event in (PackedLaplaceEvent((LaplaceEvent(1.0, 4.0), LaplaceEvent(1.0, 2.0))),
+                  AmplifiedGaussianEvent(GaussianEvent(1.0, 1.0), 2, constants),
+                  GaussianEvent(1.0, 2.0), NonPrivateEvent(note="n"), PublicEvent()):
+        wrapped, resolved = HeadlineAccountant(), HeadlineAccountant()
+        wrapped.add(event, 2)
+        resolved.add(resolve(event), 2)
+        assert wrapped.to_dict() == resolved.to_dict()

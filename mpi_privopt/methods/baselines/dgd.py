@@ -140,8 +140,10 @@ class DGD(Algorithm):
         params, channel = self.params, self.channel
         alpha = (params.step if self._constant_step
                  else step_size(params.schedule, params.step, n))
-        # phase "x": send x^(n-1), fuse with the neighbours' (x^(n-1) stays in self.x)
-        v = channel.mix(channel.outgoing_release, self.self_weight, self.neighbor_weights)
+        # phase "x": send x^(n-1), fuse with the neighbours' (x^(n-1) stays in self.x);
+        # channel.mix written out (one call less per iteration): last_sent is the payload
+        received = channel.exchange(channel.outgoing_release)
+        v = self.self_weight * channel.last_sent + self.neighbor_weights @ received
         point = self.gradient_point = v if self._fused else self.x
         self.x = projected_step(v, alpha, self.objective.subgradient(point), self._box,
                                 out=channel.outgoing)
