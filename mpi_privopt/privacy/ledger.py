@@ -207,9 +207,13 @@ class Ledger:
             # nothing to resolve: every broadcast of every method) goes straight to the
             # group; what _book_event does with it, without its two calls and checks.
             event = release.event
-            if (not release.more and event.record is None and event.__class__ not in _WRAPPERS
+            cls = event.__class__
+            if (not release.more and event.record is None and cls not in _WRAPPERS
                     and (event.owner is None or event.owner == agent)):
-                group.add(event)
+                if cls in _NOT_KEPT:  # counted, not kept: EventBook.add's one step
+                    group.accountant.add(event)
+                else:
+                    group.add(event)
             else:
                 book(group, release)
         return book_release
