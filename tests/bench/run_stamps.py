@@ -23,7 +23,7 @@ import time
 
 STAMPS, CPU = {"main": time.time()}, {"main": time.process_time()}
 PHASES = ("main", "parsed", "checked", "preloaded", "imported", "config", "set_up",
-          "looped", "finished")
+          "looped", "finished", "finalized")
 BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
 DEFAULT_RUN = ["--set", "topology.kind=erdos-renyi", "--set", "run.iterations=200"]
 
@@ -50,7 +50,8 @@ def rank_main(argv: list[str]) -> None:
 
     from mpi_privopt import cli, prelaunch
 
-    def dump() -> None:
+    def dump() -> None:  # after MPI_Finalize (mpi4py's exit handler was registered later)
+        _stamp("finalized")
         rank = next((os.environ[v] for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
                      if v in os.environ), "0")
         with open(os.path.join(os.environ["STAMP_DIR"], f"{rank}.json"), "w") as f:
