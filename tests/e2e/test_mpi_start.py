@@ -1,5 +1,7 @@
 """Under mpiexec: a run imports the engine on every task before MPI starts, then starts MPI
-as mpi4py would have (thread level, finalized at exit); mpi_privopt/mpi_start.py."""
+as mpi4py would have (thread level, finalized at exit); mpi_privopt/mpi_start.py. And a
+worker rank never imports what task 0 alone computes with (scipy's optimizers and
+distributions, dp-accounting)."""
 import json
 import sys
 
@@ -16,6 +18,7 @@ import atexit, json, sys
 import mpi4py
 from mpi_privopt import cli, prelaunch
 seen = {}
+HEAVY = ("scipy.optimize", "scipy.special", "scipy.stats", "dp_accounting")
 original = prelaunch.preload_for_rank_0
 
 def at_gate():
@@ -30,6 +33,7 @@ def report():
     seen["rank"] = MPI.COMM_WORLD.Get_rank()
     seen["multiple"] = MPI.Query_thread() == MPI.THREAD_MULTIPLE
     seen["finalize_at_exit"] = mpi4py.rc.finalize
+    seen["heavy"] = [m for m in HEAVY if m in sys.modules]
     print("SEEN " + json.dumps(seen), flush=True)
 atexit.register(report)
 cli.main(sys.argv[1:])
@@ -51,4 +55,9 @@ def test_every_task_imports_the_engine_before_mpi_starts(tmp_path):
     for s in seen:
         assert s["engine_at_gate"] and not s["mpi_started_at_gate"], s
         assert s["multiple"] and s["finalize_at_exit"] is True, s
+    # task 0 alone loads what it computes for everyone (its preload, the default budget's
+    # calibration); a worker rank never imports it, before MPI or after
+    assert seen[0]["heavy"] == ["scipy.optimize", "scipy.special", "scipy.stats",
+                                "dp_accounting"], seen[0]
+    assert [s["heavy"] for s in seen[1:]] == [[], []], seen
     assert (tmp_path / "out" / "summary.json").is_file()
