@@ -160,6 +160,23 @@ def sensitivity_halved(monkeypatch):
     monkeypatch.setattr(BlockBudget, "sensitivity", lambda self, t: 0.5 * sensitivity(self, t))
 
 
+@pytest.fixture
+def shift_formula_doubled(monkeypatch):
+    from mpi_privopt.methods.chen2025 import audit
+    formula = audit.shift_ratio
+    monkeypatch.setattr(audit, "shift_ratio", lambda *args, **kw: 2 * formula(*args, **kw))
+
+
+@pytest.mark.mpi(min_size=3)
+def test_the_shift_ratio_is_the_shared_formula(comm, shared_dir, shift_formula_doubled):
+    # the audit reads its white-box ratio through mpi_privopt/audit/shift.py (planted here:
+    # doubled), so it means what every other audit and the contract check mean by it
+    report = ldp_audit(comm, shared_dir, "ldp-shift-formula", SHORT + constants(COVERING))
+    for block, ratio in shift_ratios_at_t1(COVERING).items():
+        assert report["block_shift_ratio"][block] == pytest.approx(2 * ratio, rel=1e-9)
+    assert any(f.startswith("sensitivity:") for f in report["flags"])
+
+
 @pytest.mark.mpi(min_size=3)
 def test_laplace_noise_scaled_by_a_tenth_is_caught_by_the_epsilon_bound(comm, shared_dir,
                                                                         laplace_scaled_down):

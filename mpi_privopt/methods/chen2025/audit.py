@@ -53,6 +53,7 @@ from .ldp_budget import BLOCKS
 from ...audit import stats
 from ...audit.harness import MembershipTrials, audit_noise, trial_copy
 from ...audit.method_audit import AuditRun, MethodAudit
+from ...audit.shift import shift_ratio
 from ...audit.verdict import PASS, decide, format_verdict
 
 __all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeAudit", "AggregativeTrials",
@@ -198,13 +199,11 @@ class AggregativeTrials:
             l1 = float(np.abs(shift).sum())
             self.booked_epsilon += event.sensitivity / event.scale
             self.shift_epsilon += l1 / event.scale
-            if event.sensitivity > 0:
-                ratio = l1 / event.sensitivity
+            # the one formula of every audit (inf: a shift where nothing was booked)
+            ratio = shift_ratio(plus[block], minus[block], event.sensitivity, order=1)
+            if event.sensitivity > 0 or ratio > 0:
                 self.shift_ratios.append((int(t), block, ratio))
                 self.worst_shift_ratio = max(self.worst_shift_ratio, ratio)
-            elif l1 > 0:  # a shift where nothing was booked
-                self.shift_ratios.append((int(t), block, math.inf))
-                self.worst_shift_ratio = math.inf
             if self.membership is not None:
                 self._membership_release(t, budget, mid[block], plus[block])
         self.releases += 1
