@@ -193,7 +193,7 @@ def cmd_coalition(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    shown = "inf (unbounded)" if math.isinf(eps["best"]) else display.loss(eps["best"])
+    shown = display.loss(eps["best"])  # "unbounded" when infinite
     print(f"agent {args.agent} against observers {', '.join(map(str, observers))}: "
           f"epsilon = {shown} "
           f"at delta {report['delta']:g} ({eps['conversion']} conversion)")

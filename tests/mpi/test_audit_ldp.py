@@ -28,7 +28,8 @@ import pytest
 from mpi_privopt.audit.runner import run_audit
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
+from mpi_privopt.methods.chen2025.audit import format_pure_report
+from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON, BlockBudget
 from mpi_privopt.privacy.mechanisms import LaplaceMechanism
 from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticOptions, quadratic_parameters
 
@@ -112,6 +113,13 @@ def test_the_nominal_accounting_under_books_and_the_audit_says_so(comm, shared_d
     assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
     kinds = sorted(f.split(":")[0] for f in report["flags"])
     assert kinds == ["epsilon", "sensitivity"]
+    # its nominal epsilon is labelled wherever the audit shows it
+    assert report["epsilon_label"] == NOMINAL_EPSILON
+    assert next(f for f in report["flags"] if f.startswith("epsilon:")).endswith(
+        f"({NOMINAL_EPSILON})")
+    ledger_line = next(line for line in format_pure_report(report).splitlines()
+                       if "ledger epsilon" in line)
+    assert ledger_line.endswith(f"; {NOMINAL_EPSILON})")
 
 
 @pytest.mark.mpi(min_size=3)
@@ -144,6 +152,7 @@ def test_at_the_packaged_settings_the_derived_sensitivity_covers_the_shift(comm,
                        trials=16, force=True)
     assert 0 < report["worst_shift_ratio"] <= 1
     assert not any(f.startswith("sensitivity:") for f in report["flags"])
+    assert "epsilon_label" not in report  # a proven bound: no label
     assert report["worst_mismatch"] == 0.0
 
 

@@ -228,7 +228,9 @@ class AggregativeTrials:
                            "change_xi": self.change[0].tolist(),
                            "change_phi": self.change[1].tolist()},
                 "membership": (self.membership.to_dict() if self.membership is not None
-                               else None)}
+                               else None),
+                # the nominal accounting's label, shown beside the ledger's epsilon
+                "epsilon_label": self.algorithm.epsilon_label}
 
 
 def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confidence: float,
@@ -241,7 +243,8 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
     flags = []
     if bound["eps_lower"] > ledger_eps:
         flags.append(f"epsilon: lower bound {display.lower_bound(bound['eps_lower'])} > "
-                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}")
+                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}"
+                     + (f" ({h['epsilon_label']})" if h.get("epsilon_label") else ""))
     if h["worst_shift_ratio"] > 1.0 + SHIFT_TOLERANCE:
         worst = max(h["block_shift_ratio"], key=h["block_shift_ratio"].get)
         flags.append(f"sensitivity: the canary moves block {worst} by "
@@ -259,6 +262,7 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
         "canary": h["canary"], "seconds": seconds, "flags": flags,
         "planned_epsilon": me["plan"]["planned_epsilon"], "trials_needed": me["plan"]["needed"],
         "trials_enough": me["plan"]["enough"],
+        **({"epsilon_label": h["epsilon_label"]} if h.get("epsilon_label") else {}),
     }
     # the bound with no error on the held-out trials: at or below the ledger's epsilon, the
     # audit could not have failed on it (INCONCLUSIVE, unless the white-box check flags)
@@ -281,13 +285,14 @@ def format_pure_report(report: dict) -> str:
     b = report["bound"]
     i, j = report["link"]
     ratios = ", ".join(f"{k} {v:.4g}" for k, v in report["block_shift_ratio"].items())
+    label = f"; {report['epsilon_label']}" if report.get("epsilon_label") else ""
     lines = [
         f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
         f"{report['releases']} messages, {report['trials']} trials, seed {report['seed']}, "
         f"{report['noise_mode']} noise)",
         # the ledger's losses rounded up, the audit's lower bound down: both claims hold
         f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   (pure, delta = 0; "
-        f"the trials booked {display.loss(report['booked_epsilon'])})",
+        f"the trials booked {display.loss(report['booked_epsilon'])}{label})",
         f"  audited epsilon >=  {display.lower_bound(b['eps_lower']):<6}   "
         f"(gap ratio {report['gap_ratio']:.3f}; "
         f"threshold {b['threshold']:.4g}, FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR "
@@ -311,7 +316,8 @@ def format_pure_report(report: dict) -> str:
         f"  time                {display.duration(report['seconds'])}",
         format_verdict(report["verdict"], report["flags"], report["best_possible_epsilon"],
                        report["ledger_epsilon"], "epsilon",
-                       "the bound grows with the number of trials, --trials"),
+                       "the bound grows with the number of trials, --trials",
+                       report.get("epsilon_label")),
     ]
     return "\n".join(lines)
 
