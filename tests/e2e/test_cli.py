@@ -365,6 +365,16 @@ def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
     alone = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                        "--observers", "1")
     assert "received no message" not in alone.stdout
+    assert "nominal" not in alone.stdout
+    # a run whose epsilons are not a proven bound: the label beside the coalition's too
+    label = "nominal (C = 1): not a privacy guarantee"
+    (tmp_path / "privacy.json").write_text(json.dumps({**report, "epsilon_label": label}))
+    nominal = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                         "--observers", "1")
+    assert nominal.stdout.splitlines()[0].endswith(f"conversion); {label}")
+    as_json = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                         "--observers", "1", "--json")
+    assert json.loads(as_json.stdout)["epsilon_label"] == label
 
 
 @needs_mpiexec
