@@ -18,7 +18,7 @@ from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
 from mpi_privopt.privacy.ledger import Ledger
 
 sys.path.insert(0, str(Path(__file__).parent))
-from contract_cases import BASE, GT, LDP, PAT, PDOP, TVS, case_for  # noqa: E402
+from contract_cases import BASE, GT, LDP, PAT, PDOP, TVS  # noqa: E402
 
 NOMINAL = ["privacy.accounting=nominal"]
 CASES = {
@@ -28,13 +28,11 @@ CASES = {
     "pdop-aggregative nominal": (PDOP + NOMINAL, NOMINAL_EPSILON),
     "tvs-aggregative nominal": (TVS + NOMINAL, NOMINAL_EPSILON),
     "ldp-aggregative derived": (LDP, None),
-    "pdop-aggregative derived": (PDOP, None),
     "tvs-aggregative derived": (TVS, None),
     # user-set constants are the user's claim, not the nominal C = 1
     "ldp-aggregative stated": (LDP + NOMINAL + ["algorithm.sensitivity_x=2.0"], None),
-    "zcdp-nfl": (case_for("zcdp-nfl").noisy, None),
-    "dgd": (case_for("dgd").noiseless, None),  # non-private: unbounded, no label
 }
+# every other method keeps the contract's default, None (the last test here)
 
 
 @pytest.mark.mpi(min_size=2)
