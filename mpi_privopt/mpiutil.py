@@ -24,31 +24,12 @@ from mpi4py import MPI
 
 from .errors import InternalError, UserError
 from .services import faults
+from .network import wait_sleeping
 
 T = TypeVar("T")
 
 #: seconds a failing rank gives the launcher to forward its message before aborting
 ABORT_GRACE_SECONDS = 0.5
-
-#: longest sleep (seconds) between two tests of a wait for one rank's one-off work
-#: (:func:`wait_for_one_off`): 10 times the exchanges' and the token's cap
-ONE_OFF_CAP = 10e-3
-
-
-def wait_for_one_off(request: MPI.Request) -> None:
-    """Complete ``request``, sleeping between tests from 0.3 ms up to :data:`ONE_OFF_CAP`.
-
-    For the waits of every rank on one rank's one-off work (a set-up step computed once,
-    an agreed step, the end's writes on rank 0), which last from milliseconds to seconds.
-    With :func:`~mpi_privopt.network.wait_sleeping`'s 1 ms cap, 49 ranks waiting for rank 0
-    at 50 ranks on 2 cores test 49,000 times a second, about a core, the core rank 0's
-    work needs (docs/performance.md, section 8, "The whole job at 50 ranks"); with 10 ms,
-    a tenth of that, and the end of a wait is seen at most 10 ms late, a few times a run.
-    """
-    from .network.wait import Backoff
-    backoff = Backoff(ONE_OFF_CAP)
-    while not request.Test():
-        backoff.sleep()
 
 
 def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
@@ -56,7 +37,7 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
 
     A step may be long on one rank (rank 0's reference solve, loading a big shard): the
     others wait for it at a barrier that sleeps instead of MPI's polling
-    (:func:`wait_for_one_off`), then exchange the outcomes.
+    (:func:`~mpi_privopt.network.wait_sleeping`), then exchange the outcomes.
     """
     failure = cause = None
     result = None
@@ -64,7 +45,7 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
         result = step()
     except Exception as err:  # noqa: BLE001  (every rank must learn it, a bug too)
         failure, cause = _failure(err, comm.Get_rank()), err
-    wait_for_one_off(comm.Ibarrier())
+    wait_sleeping(comm.Ibarrier())
     failures = comm.allgather(failure)
     for rank, failed in enumerate(failures):
         if failed is not None:
@@ -90,7 +71,7 @@ def computed_once(comm: MPI.Intracomm, step: Callable[[], T], root: int = 0) -> 
             payload = (True, step())
         except Exception as err:  # noqa: BLE001  (the others wait for this rank: a bug too)
             payload, cause = (False, _failure(err, root)), err
-    wait_for_one_off(comm.Ibarrier())
+    wait_sleeping(comm.Ibarrier())
     ok, value = comm.bcast(payload, root=root)
     if ok:
         return value
