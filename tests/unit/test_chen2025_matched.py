@@ -81,6 +81,10 @@ def test_outcome_counts_the_diverged_and_averages_the_others():
     assert result["objective_std"] == pytest.approx(0.05)   # population std of 0.25, 0.35
     assert result["test_accuracy_mean"] == pytest.approx(0.8)
     assert result["per_seed"]["1"] == {"objective": 412.5, "test_accuracy": 0.05,
-                                       "iteration": 20, "diverged": True}
+                                       "iteration": 20, "diverged": True,
+                                       "objective_start": 2.0, "peak_objective": 412.5}
+    assert result["rose_above_start_seeds"] == [1, 3]
+    back = matched.outcome([(0, _run([2.0, 2.9e4, 1.17]), False)])
+    assert back["diverged"] == 0 and back["rose_above_start_seeds"] == [0]
     every = matched.outcome([(0, _run([2.0, 3.0, 4.0]), False)])
     assert every["objective_mean"] is None and every["diverged"] == 1

@@ -114,18 +114,26 @@ def diverged(metrics: Mapping[str, np.ndarray], stopped: bool) -> bool:
 
 def outcome(runs: Sequence[tuple[int, Mapping[str, np.ndarray], bool]]) -> dict:
     """One curve's matched-panel outcome from its runs ``(seed, metrics, stopped)``: how many
-    diverged (and which seeds), the last objective and test accuracy of every seed, and their
-    mean and population std over the runs that did not diverge (None if all did)."""
+    diverged (and which seeds), which rose above their start at some evaluation (diverged or
+    not), the first, peak and last objective and last test accuracy of every seed, and the
+    mean and population std of the last values over the runs that did not diverge (None if
+    all did)."""
     kept, lost = [], []
     per_seed = {}
     for seed, metrics, stopped in runs:
         last = {col: float(np.asarray(metrics[col], dtype=float)[-1])
                 for col in ("objective", "test_accuracy")}
         per_seed[str(seed)] = {**last, "iteration": int(metrics["iteration"][-1]),
-                               "diverged": diverged(metrics, stopped)}
+                               "diverged": diverged(metrics, stopped),
+                               "objective_start": float(metrics["objective"][0])}
         (lost if per_seed[str(seed)]["diverged"] else kept).append(last)
+        objective = np.asarray(metrics["objective"], dtype=float)
+        per_seed[str(seed)]["peak_objective"] = float(np.nanmax(objective))
     summary = {"runs": len(runs), "diverged": len(lost),
                "diverged_seeds": [int(s) for s, r in per_seed.items() if r["diverged"]],
+               # a run may rise far above its start and come back: counted here, not above
+               "rose_above_start_seeds": [int(s) for s, r in per_seed.items()
+                                          if r["peak_objective"] > r["objective_start"]],
                "per_seed": per_seed}
     for col in ("objective", "test_accuracy"):
         values = np.array([r[col] for r in kept], dtype=float)
