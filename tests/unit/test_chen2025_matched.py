@@ -84,6 +84,8 @@ def test_outcome_counts_the_diverged_and_averages_the_others():
                                        "iteration": 20, "diverged": True,
                                        "objective_start": 2.0, "peak_objective": 412.5}
     assert result["rose_above_start_seeds"] == [1, 3]
+    silent = matched.outcome([(0, {}, True), (1, _run([2.0, 1.0, 0.5]), False)])
+    assert silent["diverged_seeds"] == [0] and silent["objective_mean"] == 0.5
     back = matched.outcome([(0, _run([2.0, 2.9e4, 1.17]), False)])
     assert back["diverged"] == 0 and back["rose_above_start_seeds"] == [0]
     every = matched.outcome([(0, _run([2.0, 3.0, 4.0]), False)])

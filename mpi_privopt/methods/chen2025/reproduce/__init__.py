@@ -158,10 +158,15 @@ def _metrics(out: Path, r: settings.Run) -> dict:
 
 
 def _grouped(runs, out, panel: str) -> dict[str, list[dict]]:
+    """Each curve's runs' metrics; a diverged run that left no metrics (its divergence
+    stopped the job before rank 0 wrote any) adds no points, and ``summary.json``'s
+    ``diverged`` still lists it."""
     groups: dict[str, list[dict]] = {}
     for r in runs:
         if r.panel == panel:
-            groups.setdefault(r.curve, []).append(_metrics(out, r))
+            metrics = _metrics(out, r)
+            if metrics or _status(out, r)["status"] != "diverged":
+                groups.setdefault(r.curve, []).append(metrics)
     return groups
 
 
@@ -218,7 +223,7 @@ def matched_panel(runs: list[settings.Run], out: Path, dataset: str,
         result = matched.outcome(seeds)
         for seed, metrics, _ in seeds:
             flag = result["per_seed"][str(seed)]["diverged"]
-            for k, n in enumerate(metrics["iteration"]):
+            for k, n in enumerate(metrics.get("iteration", ())):
                 rows.append({"curve": curve, "seed": seed, "iteration": int(n),
                              "diverged": int(flag),
                              **{col: float(metrics[col][k]) for col in

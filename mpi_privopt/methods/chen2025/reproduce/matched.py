@@ -121,6 +121,12 @@ def outcome(runs: Sequence[tuple[int, Mapping[str, np.ndarray], bool]]) -> dict:
     kept, lost = [], []
     per_seed = {}
     for seed, metrics, stopped in runs:
+        if not metrics:   # stopped before rank 0 wrote any metrics: diverged, no values
+            per_seed[str(seed)] = {"objective": math.nan, "test_accuracy": math.nan,
+                                   "iteration": None, "diverged": True,
+                                   "objective_start": math.nan, "peak_objective": math.nan}
+            lost.append({})
+            continue
         last = {col: float(np.asarray(metrics[col], dtype=float)[-1])
                 for col in ("objective", "test_accuracy")}
         per_seed[str(seed)] = {**last, "iteration": int(metrics["iteration"][-1]),
