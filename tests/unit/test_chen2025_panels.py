@@ -7,6 +7,7 @@ import pytest
 from mpi_privopt.config import config_from_dict
 from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
 from mpi_privopt.methods.chen2025.reproduce import panels, settings
+from mpi_privopt.methods.chen2025.reproduce.run_plan import plan
 
 
 def _params(method, dataset="digits"):
@@ -70,7 +71,7 @@ def test_colour_digits_settings_scale_the_noise():
 def test_plan_has_every_curve_once_per_seed():
     from mpi_privopt.methods.chen2025.reproduce.matched import MATCHED
 
-    runs = settings.plan("digits", 2, 30, 10)
+    runs = plan("digits", 2, 30, 10)
     per_seed = len(settings.METHODS) + len(MATCHED) + len(settings.DELTAS) + 5
     assert len(runs) == 2 * per_seed
     assert len({r.key for r in runs}) == len(runs)

@@ -44,6 +44,7 @@ from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
 from mpi_privopt.reproduce import BatchFailed, find_mpiexec, launch, log, redraw, run_batch, run_dir
 from . import figures, matched, panels, settings
 from .diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
+from .run_plan import plan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,7 +249,7 @@ def _final(rows: list[dict], key: str = "curve") -> dict:
 
 
 def reproduce(args, out: Path, mpiexec: str) -> dict:
-    runs = settings.plan(args.dataset, args.runs, args.iterations, args.eval_every)
+    runs = plan(args.dataset, args.runs, args.iterations, args.eval_every)
     log(f"reproduce chen2025 ({args.dataset}): {len(runs)} runs of {args.iterations} "
         f"iterations on {settings.RANKS} ranks")
     _launch(runs, out, mpiexec, args.dataset)
