@@ -184,7 +184,7 @@ GETATTR_ALLOWED = {
     "entrypoint.py": "an exception's flags",
     "network/__init__.py": "a lazily loaded name from its module",
     "lazy_table.py": "a registry entry's attribute named in its table",
-    "services/state_pickle.py": "the allow-listed global or bound method a checkpoint names",
+    "services/state_codec.py": "an allow-listed class, bound method or field a checkpoint names",
     "network/channels.py": "the counters' slots",
     "privacy/amplification.py": "the constants' fields",
     "privacy/notions.py": "a release event's sigma",
