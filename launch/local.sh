@@ -20,4 +20,38 @@ cd "$here"
 # to mpiexec (mpi_privopt/watching.py); Open MPI's ranks get the variable through -x.
 if [ -t 2 ]; then export MPI_PRIVOPT_TERMINAL=1; fi
 set_mpiexec_flags "$(command -v mpiexec)" oversubscribe --export MPI_PRIVOPT_TERMINAL
-exec mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@"
+# Ctrl-C at this terminal reaches this script alone: mpiexec runs in a process group of its
+# own (job control, set -m) and the script passes the first Ctrl-C on to it. A second one
+# within MPI_PRIVOPT_FORCE_AFTER seconds (default 10) is held back with one line, because
+# MPICH's mpiexec takes a second SIGINT as "force abort" and kills every rank before it has
+# written its checkpoint and summary (docs/reliability.md, "Ctrl-C twice"); a later one is
+# passed on, and forces the stop. SIGTERM and SIGHUP are passed on as they come.
+force_after=${MPI_PRIVOPT_FORCE_AFTER:-10}
+set -m
+mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
+job=$!
+set +m +e
+first_interrupt=
+pass_on() {
+  if [ "$1" = INT ]; then
+    if [ -n "$first_interrupt" ] && (( SECONDS - first_interrupt < force_after )); then
+      echo "mpi_privopt: already stopping: every rank ends its iteration and writes its" \
+           "checkpoint and summary (a Ctrl-C ${force_after} s after the first forces it)" >&2
+      return 0
+    fi
+    first_interrupt=${first_interrupt:-$SECONDS}
+  fi
+  kill -s "$1" -- "-$job" 2>/dev/null
+  return 0
+}
+trap 'pass_on INT' INT
+trap 'pass_on TERM' TERM
+trap 'pass_on HUP' HUP
+# wait returns early (status above 128) when a signal is trapped: wait again until the
+# launcher has ended, then give its exit status
+while :; do
+  wait "$job"
+  kill -0 "$job" 2>/dev/null || break
+done
+wait "$job"
+exit $?

@@ -239,6 +239,9 @@ BENCH_DESCRIPTION = (
     "line with the time remaining on stderr where a person watches (docs/usage.md).")
 
 
+#: ``check``'s agent count when --ranks is not given: what ./launch/local.sh starts
+DEFAULT_CHECK_RANKS = 8
+
 #: the subcommands whose arguments come from modules that import scipy (privacy, audit) or
 #: many modules (reproduce): they are added only when that subcommand is the one asked for
 HEAVY_COMMANDS = ("privacy", "audit", "reproduce")
@@ -277,7 +280,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="validate a config for K ranks without running it")
     _add_config_args(p)
-    p.add_argument("--ranks", type=int, required=True, help="the number of ranks (agents)")
+    p.add_argument("--ranks", type=int, default=DEFAULT_CHECK_RANKS,
+                   help=f"the number of ranks (agents); default {DEFAULT_CHECK_RANKS}, as "
+                        "./launch/local.sh runs")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("list", help="list algorithms, topologies, problems and experiments")

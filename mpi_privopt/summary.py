@@ -82,7 +82,7 @@ class RunSummary:
     hosts: list[str] = field(default_factory=list)
     #: the MPI library the ranks loaded and the MPI standard it implements
     mpi_library: str = ""
-    #: how the broadcast channels exchanged: "persistent" (MPI-4), "blocking" (the MPI-3
+    #: how the broadcast channels exchanged: "persistent" (MPI-4), "one-off" (the MPI-3
     #: fallback: no persistent collectives in the library) or "none" (no channel)
     collective_path: str = ""
     algorithm_report: dict[str, Any] | None = None
@@ -177,7 +177,10 @@ def _metric_rows(s: RunSummary) -> list[tuple[str, str]]:
 #: what each collective path means, as the summary prints it
 COLLECTIVE_PATHS = {
     "persistent": "persistent neighbour allgather (MPI-4 Neighbor_allgather_init)",
-    "blocking": "one-off Neighbor_allgather per exchange (MPI-3 fallback: the library "
+    "one-off": "one-off Ineighbor_allgather per exchange (MPI-3 fallback: the library "
+               "has no persistent collectives)",
+    # the same path, as summaries written before it was renamed call it
+    "blocking": "one-off Ineighbor_allgather per exchange (MPI-3 fallback: the library "
                 "has no persistent collectives)",
     "none": "no broadcast channel (per-call collectives and point to point)",
 }

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from ..errors import ConfigError
 from ..services.progress import add_progress_arguments, progress_mode
@@ -90,10 +91,23 @@ def main(args, cfg) -> int:
     report = run_audit(cfg, target=target, receiver=receiver, all_links=args.all_links,
                        trials=args.trials, confidence=args.confidence, force=args.force,
                        out=args.out, comm=comm, progress=_progress(args))
-    if report is not None:
-        print(format_report(report))
-        print(f"audit.json in {report['run_dir']}")
-    return _leave(comm.bcast(report["verdict"] if report is not None else None))
+    return _leave(_announce(comm, report, format_report, "audit.json"))
+
+
+def _announce(comm, report: dict | None, formatted: Callable[[dict], str], file: str) -> str:
+    """Print the report (rank 0 holds it) and give every rank its verdict.
+
+    Through :func:`~mpi_privopt.mpiutil.computed_once`, so that a failure while rank 0
+    formats the report reaches every rank as one error instead of leaving the others
+    waiting for the verdict.
+    """
+    from ..mpiutil import computed_once
+
+    def show() -> str:
+        print(formatted(report))
+        print(f"{file} in {report['run_dir']}")
+        return report["verdict"]
+    return computed_once(comm, show)
 
 
 def _leave(verdict: str) -> int:
@@ -147,7 +161,4 @@ def _one_run(cfg, target: int, receiver: int | None, args, comm) -> int:
                                canaries=args.canaries, guesses=args.guesses,
                                confidence=args.confidence, out=args.out, comm=comm,
                                progress=_progress(args))
-    if report is not None:
-        print(format_one_run(report))
-        print(f"one-run-audit.json in {report['run_dir']}")
-    return _leave(comm.bcast(report["verdict"] if report is not None else None))
+    return _leave(_announce(comm, report, format_one_run, "one-run-audit.json"))

@@ -208,11 +208,15 @@ def run_one_run_audit(cfg: Config, target: int = 0, receiver: int | None = None,
     # the target summarises while the others wait for its report: whatever it raises,
     # they raise too (mpiutil.computed_once), instead of waiting for a rank that has left
     report = computed_once(comm, summarise, root=target)
-    if comm.Get_rank() != 0:
-        return None
-    report["run_dir"] = result.run_dir
-    Path(result.run_dir, "one-run-audit.json").write_text(json.dumps(report, indent=2) + "\n")
-    return report
+
+    def write() -> dict:
+        report["run_dir"] = result.run_dir
+        Path(result.run_dir, "one-run-audit.json").write_text(json.dumps(report, indent=2)
+                                                             + "\n")
+        return report
+    # rank 0 writes while the others wait: a failure to write reaches them too
+    report = computed_once(comm, write)
+    return report if comm.Get_rank() == 0 else None
 
 
 def epsilon_flags(bound: float, ledger_epsilon: float, sender: int,

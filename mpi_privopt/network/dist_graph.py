@@ -422,12 +422,12 @@ class Network:
     @property
     def collective_path(self) -> str:
         """How this agent's broadcast channels exchange: ``"persistent"`` (MPI-4
-        ``Neighbor_allgather_init``), ``"blocking"`` (the MPI-3 fallback: a one-off
+        ``Neighbor_allgather_init``), ``"one-off"`` (the MPI-3 fallback: a one-off
         ``Ineighbor_allgather`` per exchange) or ``"none"``
         (no channel made since the last :meth:`free`)."""
         if not self._channels:
             return "none"
-        return "persistent" if all(c.persistent for c in self._channels) else "blocking"
+        return "persistent" if all(c.persistent for c in self._channels) else "one-off"
 
     def free(self) -> None:
         """Release the channels' persistent requests and the dist-graph communicator."""

@@ -143,6 +143,14 @@ def likely_cause(size: float, noise: float | None, dim: int,
                 f"{noise_said}: the coupling between the agents or the problem's scale",
                 "lower algorithm.rho or the step size, or check the problem's scale; what "
                 "was measured up to now is in the run directory")
+    if step is not None:  # the step is known, the curvature is not
+        key, value, _ = step
+        return (f"the method does not converge here ({noise_said}): a step size too large "
+                f"for the problem (the gradient step was {value:.3g}, set by {key}; the "
+                "problem does not state its curvature, so the step could not be set "
+                "against it)",
+                f"lower {key} (or choose a decreasing algorithm.schedule), or check the "
+                "problem's scale; what was measured up to now is in the run directory")
     return (f"the method does not converge here ({noise_said}): a step size too large for "
             "the problem",
             "lower the step size (algorithm.eta, algorithm.step, ...) or check the "

@@ -107,7 +107,11 @@ def test_list_and_check(capsys):
     assert proc.returncode == 0
     for word in ("admm", "dgd", "erdos-renyi", "ridge", "lad", "default"):
         assert word in proc.stdout
-    proc = in_process(capsys, "check", "default", "--ranks", "8")
+    proc = in_process(capsys, "check", "default", "--ranks", "5")
+    assert proc.returncode == 0, proc.stderr
+    assert "OK for 5 ranks" in proc.stdout
+    # without --ranks: the agent count ./launch/local.sh starts
+    proc = in_process(capsys, "check", "default")
     assert proc.returncode == 0, proc.stderr
     assert "OK for 8 ranks" in proc.stdout
     # the suggested launch line keeps the overrides that were checked

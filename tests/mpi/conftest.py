@@ -5,6 +5,8 @@ import tempfile
 import pytest
 from mpi4py import MPI
 
+from mpi_privopt.methods.perturbed import IterateRelease
+
 
 @pytest.fixture
 def comm():
@@ -20,3 +22,13 @@ def shared_dir(comm):
     comm.Barrier()
     if comm.rank == 0:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def iterate_sensitivity_halved(monkeypatch):
+    """A planted bug (this test process only): every iterate release books half the
+    sensitivity it uses. The audit and the sensitivity check must both catch it."""
+    call = IterateRelease.__call__
+    monkeypatch.setattr(IterateRelease, "__call__",
+                        lambda self, w, n, sensitivity, out: call(self, w, n, sensitivity / 2,
+                                                                  out))

@@ -248,14 +248,20 @@ def nominal_only(name: str) -> list[str]:
 
 def case_for(name: str) -> Case:
     """The contract case of algorithm ``name``; a clear failure when it has none."""
-    if name not in CASES:
-        raise LookupError(
+    return _lookup(CASES, name, (
             f"algorithm {name!r} is registered (mpi_privopt.methods.ALGORITHMS) but has no "
             f"contract case: add one to tests/mpi/contract_cases.py (CASES) with the overrides "
             f"that switch its noise off, its noisy configuration, the tolerance it reaches "
             f"the optimum to in {CONVERGENCE_ITERATIONS} iterations (and why), and the "
-            f"analytic count of its messages per link")
-    return CASES[name]
+            f"analytic count of its messages per link"))
+
+
+def _lookup(table: dict, name: str, missing: str):
+    """``table[name]``; a LookupError saying ``missing`` (what to add, and where) when the
+    table has no entry: a new method fails the suite with what it lacks, not a KeyError."""
+    if name not in table:
+        raise LookupError(missing)
+    return table[name]
 
 
 # -- the sensitivity check (test_sensitivity.py) ---------------------------------------------
@@ -356,11 +362,9 @@ NOMINAL_SENSITIVITY: dict[str, SensitivityCase] = {
 
 def sensitivity_case_for(name: str) -> SensitivityCase:
     """The sensitivity case of private algorithm ``name``; a clear failure when it has none."""
-    if name not in SENSITIVITY:
-        raise LookupError(
+    return _lookup(SENSITIVITY, name, (
             f"algorithm {name!r} is private but has no sensitivity case: add one to "
             f"tests/mpi/contract_cases.py (SENSITIVITY) with its noisy configuration and the "
             f"probe that reads its releases (tests/mpi/sensitivity_probes.py), so that "
             f"test_sensitivity.py checks that the canary moves each release by at most its "
-            f"booked sensitivity")
-    return SENSITIVITY[name]
+            f"booked sensitivity"))

@@ -20,7 +20,6 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from mpi_privopt.methods.perturbed import IterateRelease
 from mpi_privopt.audit.runner import run_audit
 from mpi_privopt.config import load_config
 from mpi_privopt.network import Network
@@ -90,14 +89,6 @@ def noise_scaled_down(monkeypatch):
 
 
 @pytest.fixture
-def sensitivity_halved(monkeypatch):
-    call = IterateRelease.__call__
-    monkeypatch.setattr(IterateRelease, "__call__",
-                        lambda self, w, n, sensitivity, out: call(self, w, n, sensitivity / 2,
-                                                                  out))
-
-
-@pytest.fixture
 def noise_reused(monkeypatch):
     gaussian = FastNoise.gaussian
     first: dict = {}
@@ -152,8 +143,8 @@ def test_noise_scaled_by_a_tenth_is_caught_by_the_mu_bound(comm, shared_dir, noi
 
 @pytest.mark.mpi(min_size=3)
 @pytest.mark.parametrize("method", ["zcdp-nfl", "p-admm"])
-def test_halved_sensitivity_is_caught_by_the_mu_bound(comm, shared_dir, sensitivity_halved,
-                                                      method):
+def test_halved_sensitivity_is_caught_by_the_mu_bound(comm, shared_dir, method,
+                                                      iterate_sensitivity_halved):
     report = audit(comm, shared_dir, f"bug-half-{method}", method)
     assert report["bound"]["mu_lower"] > report["ledger_mu"]
     assert [f for f in report["flags"] if f.startswith("mu:")]

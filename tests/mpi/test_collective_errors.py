@@ -9,6 +9,12 @@ from mpi_privopt.mpiutil import agree, computed_once
 from mpi_privopt.errors import DataError, InternalError
 from mpi_privopt.services import faults
 
+#: a short zcdp-nfl run to audit
+SHORT_AUDIT = ["problem.name=ridge", "problem.samples=20", "problem.features=4",
+               "problem.clip=5.0", "topology.kind=complete", "run.iterations=4",
+               "run.eval_every=4", "privacy.epsilon=10.0", "privacy.delta=1e-5",
+               "algorithm.name=zcdp-nfl"]
+
 
 @pytest.mark.mpi(min_size=2)
 def test_an_error_on_one_rank_is_raised_on_all(comm):
@@ -61,10 +67,25 @@ def test_a_bug_inside_a_step_computed_once_reaches_every_rank(comm, monkeypatch)
 def test_a_bug_in_the_audit_summary_reaches_every_rank(comm, shared_dir, monkeypatch):
     """Rank 0 summarises the audit's records while the others wait for its verdict."""
     monkeypatch.setattr(faults, "_FAULT", ("raise", "audit-summary", 0, 0, ""))
-    cfg = load_config(None, ["problem.name=ridge", "problem.samples=20",
-                             "problem.features=4", "problem.clip=5.0",
-                             "topology.kind=complete", "run.iterations=4",
-                             "run.eval_every=4", "privacy.epsilon=10.0", "privacy.delta=1e-5",
-                             "algorithm.name=zcdp-nfl"])
+    cfg = load_config(None, SHORT_AUDIT)
     with pytest.raises(InternalError, match="a test's fault at audit-summary"):
         run_audit(cfg, target=0, trials=20, force=True, out=f"{shared_dir}/audit", comm=comm)
+
+
+@pytest.mark.mpi(min_size=3)
+def test_a_bug_while_rank_0_prints_the_audit_reaches_every_rank(comm, shared_dir, monkeypatch):
+    """``audit``'s command: rank 0 formats the report the others wait to hear the verdict
+    of; a bug there must not leave them waiting."""
+    import argparse
+
+    from mpi_privopt.audit import command, runner
+
+    def broken(report):
+        raise RuntimeError("a test's bug in format_report")
+    monkeypatch.setattr(runner, "format_report", broken)
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    args = parser.parse_args(["--trials", "20", "--force", "--out", f"{shared_dir}/audit"])
+    cfg = load_config(None, SHORT_AUDIT)
+    with pytest.raises(InternalError, match="a test's bug in format_report"):
+        command.main(args, cfg)

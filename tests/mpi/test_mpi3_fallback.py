@@ -38,7 +38,7 @@ def test_the_network_says_which_collective_path_its_channels_took(comm, mpi3):
     net = Network(world, *topology.neighbors(graph, comm.rank))
     assert net.collective_path == "none"
     net.broadcast_channel("x", 2)
-    expected = "blocking" if mpi3 or not bench.persistent_collectives(comm) else "persistent"
+    expected = "one-off" if mpi3 or not bench.persistent_collectives(comm) else "persistent"
     assert net.collective_path == expected
     net.free()
 

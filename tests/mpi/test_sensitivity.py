@@ -28,7 +28,6 @@ from mpi4py import MPI
 from mpi_privopt.config import load_config
 from mpi_privopt.engine import run
 from mpi_privopt.methods import ALGORITHMS
-from mpi_privopt.methods.perturbed import IterateRelease
 
 sys.path.insert(0, str(Path(__file__).parent))
 from contract_cases import (BASE, LDP, NOMINAL_SENSITIVITY, PDOP, SENSITIVITY, TVS,  # noqa: E402
@@ -133,14 +132,6 @@ def test_the_derived_sensitivities_are_a_bound(comm, out, name, case):
 
 
 # -- the check catches what it is for (planted in this test process only) ---------------------
-
-@pytest.fixture
-def iterate_sensitivity_halved(monkeypatch):
-    call = IterateRelease.__call__
-    monkeypatch.setattr(IterateRelease, "__call__",
-                        lambda self, w, n, sensitivity, out: call(self, w, n, sensitivity / 2,
-                                                                  out))
-
 
 @pytest.fixture
 def token_sensitivity_halved(monkeypatch):

@@ -187,3 +187,15 @@ def test_bad_mode_too_few_runs_and_a_bad_out_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="cannot be made"):
         chan2023.main(["--runs", "2", "--out", str(tmp_path / "file" / "x")])
     assert not (tmp_path / "unused").exists()
+
+
+def test_quick_fills_only_the_options_not_given():
+    from mpi_privopt.methods.chan2023.reproduce import FULL, QUICK, _settings, build_parser
+    args = build_parser().parse_args(["--quick", "--utility-runs", "3"])
+    _settings(args)
+    assert (args.runs, args.matrix_ranks, args.utility_runs) == (QUICK["runs"],
+                                                                 QUICK["matrix_ranks"], 3)
+    args = build_parser().parse_args([])
+    _settings(args)
+    assert (args.runs, args.matrix_ranks, args.utility_runs) == tuple(FULL.values())
+    assert FULL["runs"] == 100  # the paper's

@@ -91,6 +91,13 @@ def test_without_a_known_curvature_the_step_is_still_the_likely_cause():
         guard.check(np.full(4, 1e7), 3, Stepping(("algorithm.step", 1.0, None)))
 
 
+def test_without_a_known_curvature_the_fix_names_the_step_key_and_its_value():
+    guard = DivergenceGuard(np.ones(4))
+    with pytest.raises(Diverged, match="the gradient step was 0.25, set by algorithm.eta") as err:
+        guard.check(np.full(4, 1e7), 3, Stepping(("algorithm.eta", 0.25, None)))
+    assert err.value.fix.startswith("lower algorithm.eta")
+
+
 @pytest.mark.parametrize("name, step", [("dgd", "algorithm.step"), ("zcdp-grad-nfl",
                                         "algorithm.step"), ("admm", "algorithm.eta"),
                                         ("zcdp-nfl", "algorithm.eta"),
@@ -100,6 +107,28 @@ def test_the_gradient_methods_say_their_step_and_curvature(name, step):
     hook = ALGORITHMS[name].gradient_step
     assert hook is not Algorithm.gradient_step, name  # declared, not the base's None
     assert step in inspect.getsource(hook), name
+
+
+@pytest.mark.parametrize("name, owner", [("rss-nb", "descent"), ("rss-lb", "descent"),
+                                         ("fs", "dgd"), ("token-admm", None)])
+def test_the_other_step_methods_declare_their_step(name, owner):
+    # RSS and function sharing take DGD's projected step through a component; the token's
+    # x-update (7) divides its gradient step by 1 + eta beta
+    from mpi_privopt.methods import ALGORITHMS
+    hook = ALGORITHMS[name].gradient_step
+    assert hook is not Algorithm.gradient_step, name
+    source = inspect.getsource(hook)
+    assert (f"self.{owner}.gradient_step(n)" in source if owner else
+            "algorithm.eta" in source and "1.0 + eta" in source), name
+
+
+def test_rss_reports_its_alpha_at_the_iteration():
+    from types import SimpleNamespace
+    from mpi_privopt.methods.gade2017.rss import StructuredDescent
+    descent = StructuredDescent.__new__(StructuredDescent)
+    descent.params = SimpleNamespace(schedule="sqrt", step=0.5)
+    descent.agent = SimpleNamespace(problem=SimpleNamespace(smoothness=lambda: 4.0))
+    assert descent.gradient_step(4) == ("algorithm.step", 0.25, 4.0)
 
 
 def test_record_mode_remembers_the_first_divergence_and_goes_on():

@@ -59,7 +59,7 @@ def test_the_printed_table_follows_the_evaluation_mode():
 
 def test_the_printed_table_says_which_mpi_and_which_collective_path_ran():
     s = _summary(mpi_library="Open MPI 4.1.4 (MPI 3.1)", hosts=["a", "b", "a", "b"],
-                 collective_path="blocking")
+                 collective_path="one-off")
     table = format_summary(s)
     assert "Open MPI 4.1.4 (MPI 3.1) on 2 hosts (a, b)" in table
     assert "MPI-3 fallback" in table
@@ -105,3 +105,9 @@ def test_an_epsilon_label_is_shown_beside_every_epsilon(tmp_path):
     plain = _summary(algorithm_report={"epsilon_T": 3.0})  # a proven bound: no label
     assert "epsilon_label" not in plain.to_dict()
     assert "not a privacy guarantee" not in format_summary(plain)
+
+
+def test_a_summary_written_before_the_fallback_was_renamed_prints_the_same_row():
+    old = format_summary(_summary(collective_path="blocking"))
+    assert "one-off Ineighbor_allgather per exchange (MPI-3 fallback" in old
+    assert old == format_summary(_summary(collective_path="one-off"))

@@ -298,6 +298,12 @@ class TokenADMM(Algorithm):
             x_new = noise.round_to_grid(x_new) + noise.gaussian(params.sigma, n)
         return np.concatenate([x_new, lam_new])
 
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        """(7)'s step on the record's gradient, eta / (1 + eta beta); the curvature of one
+        record's loss is not stated by the problem."""
+        eta = self.params.eta
+        return ("algorithm.eta", eta / (1.0 + eta * self.params.beta), None)
+
     def step(self, n: int) -> None:
         i = n - 1
         me = self.agent.id

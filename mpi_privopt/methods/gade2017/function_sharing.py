@@ -139,6 +139,11 @@ class FunctionSharing(Algorithm):
             self.share_functions()
         self.dgd.step(n)
 
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        """DGD's step on f-hat_j (whose curvature the shared polynomial changes: unknown
+        unless the objective states it)."""
+        return self.dgd.gradient_step(n)
+
     @property
     def objective(self):
         """What the agent descends on: f-hat_j after the setup exchange (f_j before)."""

@@ -21,7 +21,7 @@ from ..contract import Algorithm
 from ..baselines.dgd import DGD_CHOICES, box_or_none, initial_point, projected_step, validate_box
 from .perturbations import (LB_DISTRIBUTIONS, LB_SCALES, NB_DISTRIBUTIONS,
                             locally_balanced_noise, network_balanced_shares)
-from ..steps import step_size
+from ..steps import curvature, step_size
 
 NB_NOTE = ("RSS-NB structured randomization: not differential privacy; "
            "see the topology certificate")
@@ -73,6 +73,12 @@ class StructuredDescent:
         self.x = initial_point(agent, params.init, params.box)
         self.gradient_point = self.x
         self._box = box_or_none(params.box)
+
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        """alpha_k at iteration ``n`` and the problem's curvature (the contract's
+        ``gradient_step``)."""
+        return ("algorithm.step", step_size(self.params.schedule, self.params.step, n),
+                curvature(self.agent.problem))
 
     def step(self, n: int, fuse: Callable[[float], np.ndarray]) -> None:
         alpha = step_size(self.params.schedule, self.params.step, n)
@@ -130,6 +136,9 @@ class RSSNB(Algorithm):
 
     def step(self, n: int) -> None:
         self.descent.step(n, self.fuse)
+
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        return self.descent.gradient_step(n)
 
     def fuse(self, alpha: float) -> np.ndarray:
         """Perturb, exchange states ("w") and the next shares ("s"), return v_k^j."""
@@ -212,6 +221,9 @@ class RSSLB(Algorithm):
 
     def step(self, n: int) -> None:
         self.descent.step(n, self.fuse)
+
+    def gradient_step(self, n: int) -> tuple[str, float, float | None]:
+        return self.descent.gradient_step(n)
 
     def fuse(self, alpha: float) -> np.ndarray:
         """Draw d_k^{j,i}, scatter the per-link states ("w-link"), return v_k^j."""

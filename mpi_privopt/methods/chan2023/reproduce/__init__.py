@@ -1,6 +1,6 @@
 """Reproduction of Chan, Xie & Zhao 2023 (privacy amplification by iteration for ADMM), Sec. 10.
 
-``python -m mpi_privopt reproduce chan2023 [--runs 100] [--out DIR] [--seed 0] [--distributed]``
+``python -m mpi_privopt reproduce chan2023 [--quick] [--runs 100] [--out DIR] [--seed 0] [--distributed]``
 
 Single process, numpy only, seconds: the paper's experiments are one sequential chain of noisy
 gradient ADMM iterations on one data set, repeated ``--runs`` times 
@@ -55,8 +55,13 @@ from .settings import (CLIP, ITERATIONS, NOTEBOOK_ETA_OVERRIDE, PAPER_SIGMA, PEN
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpi_privopt reproduce chan2023",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=RUNS,
-                   help=f"independent runs per setting (paper: {RUNS})")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a smoke version: {QUICK['runs']} runs per setting and, with "
+                        f"--distributed, {QUICK['matrix_ranks']} ranks and "
+                        f"{QUICK['utility_runs']} utility run per epsilon (options given "
+                        "with it still apply)")
+    p.add_argument("--runs", type=int, default=None,
+                   help=f"independent runs per setting (default and paper: {RUNS})")
     p.add_argument("--out", default="reproductions/chan2023", help="output directory")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the corrected mode's generators (replay mode always uses the "
@@ -64,10 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--distributed", action="store_true",
                    help="also run the token method under mpiexec: observer matrices of a "
                         "ring and of the sample schedule, utility against epsilon")
-    p.add_argument("--matrix-ranks", type=int, default=distributed.MATRIX_RANKS,
+    p.add_argument("--matrix-ranks", type=int, default=None,
                    help="ranks of the observer-matrix runs (ring graph; default "
                         f"{distributed.MATRIX_RANKS})")
-    p.add_argument("--utility-runs", type=int, default=distributed.UTILITY_RUNS,
+    p.add_argument("--utility-runs", type=int, default=None,
                    help="seeds per epsilon of the utility runs (default "
                         f"{distributed.UTILITY_RUNS})")
     p.add_argument("--redraw", action="store_true",
@@ -75,6 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return p
+
+
+#: ``--quick``: the smallest settings that still draw every figure and run every test
+QUICK = {"runs": 5, "matrix_ranks": 6, "utility_runs": 1}
+#: the full reproduction's settings
+FULL = {"runs": RUNS, "matrix_ranks": distributed.MATRIX_RANKS,
+        "utility_runs": distributed.UTILITY_RUNS}
+
+
+def _settings(args: argparse.Namespace) -> None:
+    """Fill the options not given from ``--quick``'s settings or the full ones."""
+    given = vars(args)
+    for key, value in (QUICK if args.quick else FULL).items():
+        if given[key] is None:
+            given[key] = value
 
 
 def _output_dir(out: str) -> Path:
@@ -183,6 +203,7 @@ def main(argv: list[str]) -> int:
         return worker(args.worker)
     if args.redraw:
         return redraw_reproduction(Path(args.out), redraw_figures, "chan2023")
+    _settings(args)
     if args.runs < 2:
         raise ConfigError(f"--runs {args.runs}: the tests compare samples of runs",
                           "give --runs 2 or more (the paper: 100)")

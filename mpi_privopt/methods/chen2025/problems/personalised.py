@@ -63,6 +63,7 @@ from mpi_privopt.problems.models.classifiers import (MODELS, Classifier, Softmax
                                                      make_model)
 from mpi_privopt.problems.aggregative.objective import RecordBounds
 from mpi_privopt.problems.aggregative.sample_history import SampleHistory
+from mpi_privopt.problems.options import refuse_unknown_options
 from mpi_privopt.problems.sampling import sampling_rng
 
 __all__ = ["PersonalisedLearning", "build_personalised", "personalised_options",
@@ -354,11 +355,7 @@ def personalised_options(options: Mapping[str, object]) -> dict[str, object]:
 
     An unknown key is refused (a misspelt option would otherwise be silently ignored).
     """
-    unknown = sorted(set(options) - set(PERSONALISED_DEFAULTS))
-    if unknown:
-        raise ConfigError(f"unknown {_KEY.strip()} key(s) {unknown} of the personalised-"
-                          f"learning task",
-                          f"use only {list(PERSONALISED_DEFAULTS)}")
+    refuse_unknown_options(options, PERSONALISED_DEFAULTS, "the personalised-learning task")
     lam = options.get("lambda_pen", PERSONALISED_DEFAULTS["lambda_pen"])
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) \
             or lam < 0:

@@ -54,6 +54,7 @@ import numpy as np
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.problems.reference.solution import ReferenceSolution
 from mpi_privopt.problems.metrics import LOCAL, REFERENCE, AgentMetrics, Evaluator, Metric, REDUCTIONS
+from mpi_privopt.problems.options import refuse_unknown_options
 from mpi_privopt.problems.sampling import sampling_rng
 from mpi_privopt.problems.aggregative.objective import RecordBounds
 
@@ -82,10 +83,7 @@ class QuadraticOptions:
     def of(cls, options: Mapping[str, object]) -> "QuadraticOptions":
         """Checked options; ConfigError naming an unknown key or a bad value."""
         names = cls.__dataclass_fields__
-        unknown = sorted(set(options) - set(names))
-        if unknown:
-            raise ConfigError(f"unknown [problem.options] key(s) {', '.join(unknown)} for "
-                              "aggregative-quadratic", f"valid keys: {', '.join(names)}")
+        refuse_unknown_options(options, names, "aggregative-quadratic")
         values = {}
         for key, value in options.items():
             integer = key in ("block", "aggregate")

@@ -1,0 +1,81 @@
+"""Ctrl-C twice at the terminal of ``./launch/local.sh`` (docs/reliability.md, "Ctrl-C
+twice").
+
+A terminal sends SIGINT to its foreground process group. MPICH's mpiexec takes a second
+SIGINT as "force abort" and kills every rank before it has written its checkpoint and
+summary, so local.sh runs mpiexec in a process group of its own, passes the first Ctrl-C
+on and holds back a second one that comes within ``MPI_PRIVOPT_FORCE_AFTER`` seconds.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from launch_util import child_env, needs_mpiexec
+
+REPO = Path(__file__).resolve().parents[2]
+#: the launch, the stop and the run directory on a loaded 2-core machine
+TIMEOUT = 180
+
+
+def _start(out: Path, paused: Path, extra: dict) -> subprocess.Popen:
+    """local.sh on 2 ranks, in a session of its own (as at a terminal: the test's SIGINT
+    to the group reaches the script, not the job); rank 1 pauses at iteration 3."""
+    env = child_env({"RANKS": "2", "MPI_PRIVOPT_AGREE_SECONDS": "0",
+                     "MPI_PRIVOPT_TEST_FAULT": f"pause@iteration:1:3:{paused}", **extra})
+    return subprocess.Popen(
+        [str(REPO / "launch" / "local.sh"), "dgd-ridge", "--set", "run.iterations=200",
+         "--set", "run.checkpoint_every=100", "--quiet", "--out", str(out)],
+        cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+
+
+def _wait_until_paused(paused: Path, job: subprocess.Popen) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not (paused.is_file() and paused.read_text().strip()):
+        assert job.poll() is None, f"the run ended before the Ctrl-C: {job.communicate()}"
+        assert time.monotonic() < deadline, "the run never reached iteration 3"
+        time.sleep(0.05)
+
+
+def _ctrl_c_twice(job: subprocess.Popen) -> None:
+    """Ctrl-C, and again 0.1 s later (two signals sent at once would be one: a pending
+    signal is not queued twice)."""
+    os.killpg(job.pid, signal.SIGINT)
+    time.sleep(0.1)
+    os.killpg(job.pid, signal.SIGINT)
+
+
+@needs_mpiexec
+def test_a_second_ctrl_c_is_held_back_and_the_run_ends_with_its_summary(tmp_path):
+    out, paused = tmp_path / "run", tmp_path / "paused"
+    job = _start(out, paused, {})
+    _wait_until_paused(paused, job)
+    _ctrl_c_twice(job)
+    stdout, stderr = job.communicate(timeout=TIMEOUT)
+    assert job.returncode == 128 + signal.SIGINT, stderr
+    held = [line for line in stderr.splitlines() if "already stopping" in line]
+    assert len(held) == 1, stderr
+    assert "force" not in stderr.replace("forces it", ""), stderr  # no launcher force-abort
+    ours = [line for line in stderr.splitlines()
+            if line.startswith("mpi_privopt") and "already stopping" not in line]
+    assert len(ours) == 1 and "interrupted by SIGINT" in ours[0], stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["stop_signal"] == "SIGINT"
+
+
+@needs_mpiexec
+def test_a_ctrl_c_after_the_grace_period_is_passed_on(tmp_path):
+    """With no grace (``MPI_PRIVOPT_FORCE_AFTER=0``) the second Ctrl-C reaches the
+    launcher too: what it does then is the launcher's, but the script holds nothing back."""
+    out, paused = tmp_path / "run", tmp_path / "paused"
+    job = _start(out, paused, {"MPI_PRIVOPT_FORCE_AFTER": "0"})
+    _wait_until_paused(paused, job)
+    _ctrl_c_twice(job)
+    _, stderr = job.communicate(timeout=TIMEOUT)
+    assert job.returncode != 0
+    assert "already stopping" not in stderr
