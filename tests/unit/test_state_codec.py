@@ -1,6 +1,7 @@
-"""A rank's state as JSON and arrays (mpi_privopt/services/state_codec.py): what it keeps
-(values, aliasing, cycles, random streams), what it refuses to write and to read, and that
-loading never touches pickle. Every registered method's own state is saved and resumed
+"""A rank's state as JSON and arrays (mpi_privopt/services/state_codec.py, its reader
+state_decoder.py, their rules state_rules.py): what it keeps (values, aliasing, cycles,
+random streams), what it refuses to write and to read, and that loading never touches
+pickle. Every registered method's own state is saved and resumed
 bitwise under mpiexec by tests/mpi/test_checkpoint_every_method.py."""
 from __future__ import annotations
 
@@ -229,7 +230,8 @@ def test_loading_never_unpickles(monkeypatch):
 def test_no_checkpoint_module_imports_pickle():
     # the only reader of a pickle left is format 1's metadata, for report (no class)
     services = Path(mpi_privopt.__file__).parent / "services"
-    for name in ("state_codec", "checkpoint", "checkpoint_files", "checkpoint_format",
+    for name in ("state_codec", "state_decoder", "state_rules", "checkpoint",
+                 "checkpoint_files", "checkpoint_format",
                  "checkpoint_choice", "resume"):
         tree = ast.parse((services / f"{name}.py").read_text())
         imported = {alias.name for node in ast.walk(tree)
