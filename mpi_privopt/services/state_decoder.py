@@ -275,6 +275,9 @@ def decode_state(tree: Any, arrays: bytes, externals: dict[str, Any],
     with archive:
         try:
             return _Decoder(archive, externals, trusted).decode(tree)
-        except (KeyError, TypeError, AttributeError) as err:  # a malformed node
+        except StateDecodeError:
+            raise
+        # a malformed node, or an array member numpy will not read without pickle
+        except (KeyError, TypeError, AttributeError, ValueError, OSError) as err:
             raise StateDecodeError(f"the state is malformed ({type(err).__name__}: "
                                    f"{err})") from None

@@ -207,6 +207,16 @@ def test_a_crafted_state_is_refused_and_runs_nothing(tree, refused):
         decode_state(tree, arrays, {"known": 1})
 
 
+def test_an_array_member_that_needs_pickle_is_refused():
+    import io
+    buffer = io.BytesIO()
+    np.savez(buffer, a0=np.array([print, 1], dtype=object))  # pickled inside the .npy
+    with pytest.raises(StateDecodeError, match="malformed .*allow_pickle"):
+        decode_state({"array": "a0", "#": 0}, buffer.getvalue(), {})
+    with pytest.raises(StateDecodeError, match="its arrays cannot be read"):
+        decode_state({"list": [], "#": 0}, b"not a zip", {})
+
+
 def test_only_the_configs_own_modules_are_trusted():
     cfg = load_config("dgd-ridge", [])
     assert trusted_modules(cfg) == ("mpi_privopt",)
