@@ -117,9 +117,12 @@ class _Encoder:
         return node
 
     def _other(self, obj: Any, kind: type) -> Any:
-        if kind in (set, frozenset):
-            items = [self.encode(v) for v in obj]
-            return self._new(obj, {"set": items}) if kind is set else {"frozenset": items}
+        if kind is set:
+            node = self._new(obj, {"set": None})
+            node["set"] = [self.encode(v) for v in obj]
+            return node
+        if kind is frozenset:
+            return {"frozenset": [self.encode(v) for v in obj]}
         if kind is collections.OrderedDict:
             node = self._new(obj, {"odict": None})
             node["odict"] = [[self.encode(k), self.encode(v)] for k, v in obj.items()]
