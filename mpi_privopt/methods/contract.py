@@ -133,6 +133,12 @@ class Algorithm(ABC):
     #: what the method decided at set-up and the user should know, one line ("" = nothing);
     #: set in ``__init__``; the engine prints it once (rank 0) before the first iteration
     setup_note: str = ""
+    #: what every epsilon the run books is when it is not a proven bound, shown beside each
+    #: one it prints or writes (the progress line, budget messages, metrics.csv, the
+    #: summary, privacy.json, ``report``); None (the default): they are proven bounds. A
+    #: method with a nominal accounting overrides it (the aggregative methods:
+    #: :func:`~mpi_privopt.methods.chen2025.ldp_budget.report_epsilon_label`)
+    epsilon_label: str | None = None
 
     @classmethod
     def check_agent_count(cls, n_agents: int) -> None:

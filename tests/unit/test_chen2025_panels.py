@@ -68,11 +68,15 @@ def test_colour_digits_settings_scale_the_noise():
 
 
 def test_plan_has_every_curve_once_per_seed():
+    from mpi_privopt.methods.chen2025.reproduce.matched import MATCHED
+
     runs = settings.plan("digits", 2, 30, 10)
-    assert len(runs) == 2 * (len(settings.METHODS) + len(settings.DELTAS) + 5)
+    per_seed = len(settings.METHODS) + len(MATCHED) + len(settings.DELTAS) + 5
+    assert len(runs) == 2 * per_seed
     assert len({r.key for r in runs}) == len(runs)
     assert sum(r.diagnostics for r in runs) == 2
-    for r in runs[:16]:
+    assert [r.curve for r in runs if r.panel == "m"] == [*MATCHED, *MATCHED]
+    for r in runs[:per_seed]:
         config_from_dict(r.settings)   # every run's configuration is valid
 
 

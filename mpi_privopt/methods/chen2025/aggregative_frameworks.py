@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields,
-                                  fresh_batch)
+                         fresh_batch, report_epsilon_label)
 from .aggregative_parts import RobustTracking, planned_framework_events
 from .derived import (DERIVED, DerivedScheduleBlock, DerivedSensitivities, accounting_of,
                       check_derived, enforce_bounds)
@@ -200,6 +200,7 @@ class PDOPAggregative(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
                 "box", "clip_z", "samples")
@@ -271,6 +272,7 @@ class TVSAggregative(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = TVSParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box", "clip_z")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}

@@ -123,8 +123,12 @@ class Run:
 
 
 def plan(dataset: str, runs: int, iterations: int, eval_every: int) -> list[Run]:
-    """Every run of the reproduction: panel (a)'s six methods, (c)'s deltas, (d)'s lambda_pens
-    (seeds 0..runs-1 each; the panel (d) run at the paper's lambda_pen is its own run)."""
+    """Every run of the reproduction: panel (a)'s six methods, the matched-budget panel's
+    four baselines (panel "m", :mod:`.matched`; its Algorithm 1 is panel (a)'s), (c)'s
+    deltas, (d)'s lambda_pens (seeds 0..runs-1 each; the panel (d) run at the paper's
+    lambda_pen is its own run)."""
+    from .matched import MATCHED, matched_section
+
     common = {"iterations": iterations, "eval_every": eval_every}
     tag = f"{dataset}/T{iterations}-e{eval_every}"
     out = []
@@ -134,6 +138,10 @@ def plan(dataset: str, runs: int, iterations: int, eval_every: int) -> list[Run]
                            config(dataset, algorithm_section(method, dataset), seed=seed,
                                   name=method, **common),
                            diagnostics=method == "alg1"))
+        for method in MATCHED:
+            out.append(Run(f"{tag}/m/{method}/seed{seed}", "m", method, seed,
+                           config(dataset, matched_section(method, dataset, iterations),
+                                  seed=seed, name=f"{method}-matched", **common)))
         for delta in DELTAS:
             out.append(Run(f"{tag}/c/delta{delta:g}/seed{seed}", "c", f"{delta:g}", seed,
                            config(dataset, delta_section(delta, dataset), seed=seed,
