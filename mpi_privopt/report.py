@@ -114,9 +114,10 @@ def incomplete_text(run: dict) -> str:
     return "\n".join(lines)
 
 
-def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
-    """A run that ended without its summary but with a checkpoint: status "failed",
-    what it had reached and spent at that checkpoint (every agent's saved ledger)."""
+def _failed_text(path: Path, info: dict, metas: list[dict], skipped: str | None,
+                 measured: str) -> list[str]:
+    """A run that ended without its summary but with a checkpoint (``skipped``: a damaged
+    latest one passed over): status "failed", what it had reached and spent then."""
     from .services.checkpoint_files import resume_command
     from .services.resume import is_final, run_iterations
     from .privacy.report import privacy_report
@@ -133,8 +134,8 @@ def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> li
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
             f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
             f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}"
-            f"{f' ({label})' if label else ''}; "
-            f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
+            f"{f' ({label})' if label else ''}; {sum(m['bytes_sent'] for m in metas)} bytes sent"
+            + ("\n  " + skipped if skipped else ""),
             ("write the results (nothing is run or released) with: " if ended else
              "continue with: ") + resume_command(path, info["ranks"])]
 

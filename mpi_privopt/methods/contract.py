@@ -95,6 +95,14 @@ class Algorithm(ABC):
     #: why the method cannot be checkpointed ("" = it can: its whole state between two
     #: iterations is in its agent's objects; mpi_privopt/services/checkpoint.py)
     no_checkpoint: ClassVar[str] = ""
+    #: what the method's state is, for its checkpoints: the attributes of the method object
+    #: that change from one iteration to the next (its ``agent``, which holds the network,
+    #: random streams and noise source, is always saved). A checkpoint saves only these,
+    #: as JSON and arrays (mpi_privopt/services/state_codec.py), and a resume takes every
+    #: other attribute from its fresh set-up (what the method computes from the config and
+    #: the data: a large precomputed matrix, or an object that cannot be saved, such as a
+    #: module or a lock). None (the default): every attribute is saved.
+    checkpoint_fields: ClassVar[tuple[str, ...] | None] = None
     #: the blocks of each packed per-block message (Chen & Wang 2025's x, y, z), in order;
     #: () for a method that does not send packed blocks (:meth:`block_budgets`)
     blocks: ClassVar[tuple[str, ...]] = ()

@@ -6,9 +6,9 @@ ranks of this job: one straight through; one in which rank 0 gets SIGTERM (the t
 of mpi_privopt/services/faults.py) during iteration k, so that every agent stops at the
 iteration they agree on and writes its checkpoint; and the resume of that one. The
 resumed run's ``models.npz`` and ``privacy.json`` must equal the straight run's byte for
-byte, and its metrics every column but the elapsed time. The resume loads every state
-through the checkpoint's allow-list (mpi_privopt/services/state_pickle.py), so a method
-whose state holds a class outside it fails here.
+byte, and its metrics every column but the elapsed time. Every state is written as JSON
+and arrays and read back without pickle (mpi_privopt/services/state_codec.py), so a method
+whose state holds anything a checkpoint may not hold fails here.
 
 Run under mpiexec, e.g. ``mpiexec -n 5 python -m pytest --with-mpi tests/mpi/test_checkpoint_every_method.py``.
 """
