@@ -124,8 +124,8 @@ def check_once_per_host(key: str, check: Callable[[], Verdict]) -> Verdict:
 
 #: the longest a task waits at the gate for task 0 (then it goes on to MPI_Init: no hang)
 GATE_WAIT_SECONDS = 300.0
-#: how often a task at the gate looks for it open (a stat: about 100 a second per task)
-GATE_POLL_SECONDS = 0.01
+#: task 0's hold on its gate (an open file locked exclusively), until it opens the gate
+_gate_fd: int | None = None
 
 
 def _gate_file(key: str, suffix: str) -> Path | None:
@@ -139,20 +139,41 @@ def cache_dir_checks() -> Path | None:
     return cache_dir("checks")
 
 
-def _touch(path: Path | None) -> None:
-    if path is not None:
-        with contextlib.suppress(OSError):
-            path.touch(mode=0o600)
-
-
 def announce_task_0(key: str) -> None:
-    """Task 0 is on this host (so the others wait for it at the gate: :func:`wait_at_gate`)."""
-    _touch(_gate_file(key, "task0"))
+    """Task 0 is on this host: it holds the job's gate closed until :func:`open_gate`
+    (the others sleep at it: :func:`wait_at_gate`).
+
+    The gate is a file locked exclusively before it gets its name (a temporary file
+    renamed), so that a task that sees it finds it closed. Where that fails (no cache, no
+    locks on this filesystem) there is no gate and the others go on at once.
+    """
+    import fcntl
+    global _gate_fd
+    path = _gate_file(key, "gate")
+    if path is None or _gate_fd is not None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=path.parent)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(tmp, path)
+    except OSError:  # e.g. ENOLCK: no gate
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return
+    _gate_fd = fd
 
 
 def open_gate(key: str) -> None:
-    """Task 0 is ready to start MPI: the tasks waiting at the gate go on."""
-    _touch(_gate_file(key, "ready"))
+    """Task 0 is ready to start MPI: the tasks sleeping at the gate wake and go on (the
+    lock is let go; it is let go too if task 0 dies first)."""
+    global _gate_fd
+    if _gate_fd is not None:
+        os.close(_gate_fd)
+        _gate_fd = None
 
 
 def wait_at_gate(key: str) -> None:
@@ -162,18 +183,33 @@ def wait_at_gate(key: str) -> None:
     preload_for_rank_0`) after the check, and the others would wait for it inside
     ``MPI_Init``, where MPICH keeps testing (at 50 ranks on 2 cores, about a core
     between them: measured 0.16 s of CPU per waiting task over 7 s), taking the cores
-    task 0 needs. Here they sleep instead, and all start MPI together. A task that finds
-    no sign of task 0 on its host (another node, a task 0 not yet started, a task
+    task 0 needs. Here they sleep instead, in the kernel (a shared lock on the gate that
+    task 0 holds exclusively: no polling), all wake when task 0 lets it go, and start MPI
+    together. A task that finds no gate (another node, a task 0 not yet started, a task
     started through a wrapper of its own: another key) goes on at once, as before; one
     that waits :data:`GATE_WAIT_SECONDS` goes on too.
     """
-    import time
-    here, ready = _gate_file(key, "task0"), _gate_file(key, "ready")
-    if here is None or not here.exists():
+    import fcntl
+    import threading
+    path = _gate_file(key, "gate")
+    if path is None:
         return
-    deadline = time.monotonic() + GATE_WAIT_SECONDS
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(GATE_POLL_SECONDS)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # no gate: no task 0 on this host (yet)
+
+    def take() -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_SH)  # asleep until task 0 lets go
+
+    # the lock is taken in a thread so that the wait has a limit (a blocking flock has
+    # none); the main thread sleeps on the join, and signals still reach it
+    waiter = threading.Thread(target=take, name="mpi_privopt-gate", daemon=True)
+    waiter.start()
+    waiter.join(GATE_WAIT_SECONDS)
+    if not waiter.is_alive():
+        os.close(fd)  # (a waiter still blocked keeps its file: closing it under it races)
 
 
 #: verdicts (and their locks) older than this are deleted by the next job's first task:

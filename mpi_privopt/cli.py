@@ -35,7 +35,8 @@ def _add_config_args(parser: argparse.ArgumentParser) -> None:
 
 def cmd_run(args) -> int:
     from . import entrypoint
-    from .prelaunch import preload_for_rank_0, resume_config, validate_before_mpi
+    from .mpi_start import start_mpi
+    from .prelaunch import resume_config, validate_before_mpi
     entrypoint.EARLY_INTERRUPT = "before the first iteration: nothing was run"
     # the run parser leaves CONFIG unset (None) so that a resume can tell "default" typed
     # by the user, which it refuses, from no CONFIG at all
@@ -43,7 +44,7 @@ def cmd_run(args) -> int:
     if args.resume:  # the run's own config and directory (checked before MPI starts)
         config, out = resume_config(args.resume, args.config, args.out, args.overrides)
     validate_before_mpi(config, args.overrides, resume=args.resume)  # bad input: exit 2
-    preload_for_rank_0()
+    start_mpi()  # the imports, task 0's preload, then MPI_Init on every task together
     from .engine import run
     cfg = load_agreed_config(config, args.overrides)
     _note_single_agent()

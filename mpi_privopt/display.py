@@ -8,7 +8,8 @@ precision. The rules:
 * a privacy loss (epsilon, zCDP rho, a per-release budget) is rounded **up** when shown
   with fewer digits (:func:`loss`): a loss must never look smaller than it is; a lower
   bound (an audit's "epsilon >=") is rounded down (:func:`lower_bound`), so that the
-  printed claim stays true;
+  printed claim stays true; an infinite loss (no DP guarantee) is shown as ``unbounded``,
+  never ``inf`` (nor 0);
 * a value given by the user (a config key) is shown as given (:func:`exact`);
 * durations (:func:`duration`), byte sizes (:func:`byte_size`), lists (:func:`sequence`)
   and ``key = value`` mappings (:func:`mapping`) have one form each;
@@ -29,6 +30,8 @@ DIGITS = 4
 #: words of a report key that name a privacy loss (shown rounded up); "delta" is not one
 #: of them: the token method's "Delta" is a sensitivity radius
 LOSS_WORDS = frozenset({"epsilon", "eps", "rho", "phi"})
+#: how an infinite privacy loss is shown (:func:`loss`)
+UNBOUNDED = "unbounded"
 #: a list longer than this is shown as its range
 LIST_ITEMS = 8
 
@@ -69,8 +72,11 @@ def number(value: Real, digits: int = DIGITS) -> str:
 def loss(value: Real, digits: int = DIGITS) -> str:
     """A privacy loss rounded up to ``digits`` significant digits: 8.5552 is ``8.556``.
 
-    ``inf`` (unbounded) stays ``inf``.
+    An infinite loss (messages without a DP guarantee) is ``unbounded``.
     """
+    if isinstance(value, Real) and not isinstance(value, bool) and math.isinf(value) \
+            and value > 0:
+        return UNBOUNDED
     return _shown(value, digits, ROUND_CEILING)
 
 

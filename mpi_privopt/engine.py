@@ -204,7 +204,8 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
                              stream if comm.Get_rank() == 0 else None, on_setup, resume)
             if session.root:
                 mode = cfg.run.progress if progress is None else ("on" if progress else "off")
-                session.progress = progress_line(mode, cfg.run.iterations)
+                session.progress = progress_line(mode, cfg.run.iterations,
+                                                 epsilon_label=session.ledger.epsilon_label)
             try:
                 iterate(session, hold)
             finally:
@@ -279,6 +280,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     # A method may refuse its setting only once it sees the agent (a noise schedule that
     # overflows over T, shares too large for its degree): every rank agrees, so one message.
     algorithm = agree(eval_comm, lambda: method(agent, cfg.algorithm.params))
+    # a method's nominal epsilons are labelled wherever they are shown (its budget
+    # messages, its stop record and checkpoints through the ledger)
+    ledger.epsilon_label = algorithm.epsilon_label
     if on_setup is not None:
         on_setup(agent, algorithm)
     noise_watch = NoiseWatch()
@@ -289,7 +293,7 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
     monitor = Monitor(eval_comm, problem.evaluator, mode, cfg.privacy.delta)
     directory = None
     if root:
-        directory = RunDirectory(run_dir)
+        directory = RunDirectory(run_dir, ledger.epsilon_label)
         if not resume:  # a resume writes its config once accepted (services/resume.py)
             directory.write_config(cfg.to_toml())
             directory.write_graph(graph)

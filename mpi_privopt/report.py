@@ -91,9 +91,10 @@ def incomplete_text(run: dict) -> str:
         for k, record in stopped.items():
             eps = HeadlineAccountant.from_dict(record["total"]).epsilon(record["delta"])["best"]
             sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
+            label = f"; {record['epsilon_label']}" if record.get("epsilon_label") else ""
             lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
                          f"{display.loss(eps)} at delta {record['delta']:g} (budget "
-                         f"{display.exact(record['budget'])}){sent}")
+                         f"{display.exact(record['budget'])}{label}){sent}")
         unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
         if unknown:
             lines.append(f"  {_names(unknown)}: no record (aborted while waiting for a "
@@ -113,14 +114,17 @@ def incomplete_text(run: dict) -> str:
     return "\n".join(lines)
 
 
-def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> list[str]:
-    """A run that ended without its summary but with a checkpoint: status "failed",
-    what it had reached and spent at that checkpoint (every agent's saved ledger)."""
+def _failed_text(path: Path, info: dict, metas: list[dict], skipped: str | None,
+                 measured: str) -> list[str]:
+    """A run that ended without its summary but with a checkpoint (``skipped``: a damaged
+    latest one passed over): status "failed", what it had reached and spent then."""
     from .services.checkpoint_files import resume_command
     from .services.resume import is_final, run_iterations
     from .privacy.report import privacy_report
     privacy = privacy_report([m["ledger"] for m in metas], info["delta"], info["noise"])
     worst = privacy["worst_link"]
+    label = next((m["ledger"]["epsilon_label"] for m in metas  # not a proven bound
+                  if m["ledger"].get("epsilon_label")), None)
     # the run's own end (not an earlier part's, before an extension that did not finish)
     ended = is_final(path, info) and run_iterations(path) == info["iteration"]
     return [f"failed run {path}: status failed (it ended without its summary: a rank was "
@@ -129,8 +133,9 @@ def _failed_text(path: Path, info: dict, metas: list[dict], measured: str) -> li
                 "saved) but not written all its results" if ended else ""),
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
             f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
-            f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}; "
-            f"{sum(m['bytes_sent'] for m in metas)} bytes sent",
+            f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}"
+            f"{f' ({label})' if label else ''}; {sum(m['bytes_sent'] for m in metas)} bytes sent"
+            + ("\n  " + skipped if skipped else ""),
             ("write the results (nothing is run or released) with: " if ended else
              "continue with: ") + resume_command(path, info["ranks"])]
 
@@ -150,14 +155,15 @@ def _agents(path: Path) -> int:
 
 
 def _matrix_text(matrix: np.ndarray, fmt, mark: np.ndarray | None = None) -> list[str]:
-    """The matrix as text; cells where ``mark`` is True get a trailing ``*``."""
+    """The matrix as text, ``*`` after cells where ``mark``; cells never touch (wider)."""
     K = matrix.shape[0]
-    header = "      " + "".join(f"{j:>9}" for j in range(K))
+    cells = [[fmt(matrix[i, j]) + ("" if mark is None else "*" if mark[i, j] else " ")
+              for j in range(K)] for i in range(K)]
+    width = max([9] + [len(c) + 1 for row in cells for c in row])
+    header = "      " + "".join(f"{j:>{width}}" for j in range(K))
     lines = [header]
     for i in range(K):
-        lines.append(f"{i:>5} " + "".join(
-            f"{fmt(matrix[i, j]) + ('' if mark is None else '*' if mark[i, j] else ' '):>9}"
-            for j in range(K)))
+        lines.append(f"{i:>5} " + "".join(f"{c:>{width}}" for c in cells[i]))
     return lines
 
 
@@ -433,7 +439,7 @@ def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> Non
                 label.set_color("red")
     if unbounded.any():
         rows, cols = np.nonzero(unbounded)
-        ax.scatter(cols, rows, marker="x", color="red", label="inf (not private)")
+        ax.scatter(cols, rows, marker="x", color="red", label="unbounded (not private)")
         ax.legend(loc="upper right", fontsize=8)
 
 

@@ -6,7 +6,9 @@ Layout::
     graph.edgelist  the communication graph, one "u v" line per edge
     metrics.csv     iteration, the problem's metrics in this evaluation mode (reference:
                     error, objective_gap, consensus_gap), elapsed_seconds, then the cost
-                    so far: bytes_total, worst_link_epsilon (not written in "none" mode)
+                    so far: bytes_total, worst_link_epsilon (not written in "none" mode),
+                    and, when that epsilon is not a proven bound, epsilon_label (the same
+                    text in every row, e.g. "nominal (C = 1): not a privacy guarantee")
     traffic.json    K x K matrices of messages, bytes and seconds, by phase and in total,
                     and the time each link cost its receiver (network/traffic.py)
                     (row = sender, column = receiver)
@@ -40,9 +42,16 @@ from .summary import RunSummary
 from .topology import write_edge_list
 
 
-def metrics_header(columns: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``metrics.csv`` header for the problem's metric ``columns``."""
-    return ("iteration", *columns, "elapsed_seconds", *COST_COLUMNS)
+#: the text column of a run whose worst_link_epsilon is not a proven bound (the method's
+#: ``epsilon_label``), beside that column in every row; :func:`read_metrics` leaves it out
+LABEL_COLUMN = "epsilon_label"
+
+
+def metrics_header(columns: tuple[str, ...], labelled: bool = False) -> tuple[str, ...]:
+    """The ``metrics.csv`` header for the problem's metric ``columns`` (``labelled``: with
+    :data:`LABEL_COLUMN` last)."""
+    return ("iteration", *columns, "elapsed_seconds", *COST_COLUMNS,
+            *((LABEL_COLUMN,) if labelled else ()))
 
 
 def agent_model_path(run_dir: str | Path, agent: int) -> Path:
@@ -208,10 +217,15 @@ def write_json(path: Path, data: Any, durable: bool = False) -> None:
 
 
 class RunDirectory:
-    """Writer of one run's directory (used on rank 0 only)."""
+    """Writer of one run's directory (used on rank 0 only).
 
-    def __init__(self, path: Path) -> None:
+    ``epsilon_label``: what the run's epsilons are when they are not a proven bound (the
+    method's ``epsilon_label``); metrics.csv then carries it beside worst_link_epsilon.
+    """
+
+    def __init__(self, path: Path, epsilon_label: str | None = None) -> None:
         self.path = Path(path)
+        self.epsilon_label = epsilon_label
         self.path.mkdir(parents=True, exist_ok=True)
         self._metrics_file = None
         self._metrics = None
@@ -226,10 +240,12 @@ class RunDirectory:
         if self._metrics is None:
             self._metrics_file = open(self.path / "metrics.csv", "w", newline="")
             self._metrics = csv.writer(self._metrics_file)
-            self._metrics.writerow(metrics_header(tuple(row.values)))
+            self._metrics.writerow(metrics_header(tuple(row.values),
+                                                  bool(self.epsilon_label)))
         self._metrics.writerow([row.iteration, *(repr(v) for v in row.values.values()),
                                 f"{row.elapsed:.6f}", row.bytes_total,
-                                repr(row.worst_link_epsilon)])
+                                repr(row.worst_link_epsilon),
+                                *((self.epsilon_label,) if self.epsilon_label else ())])
         self._metrics_file.flush()
 
     def resume_metrics(self, iteration: int) -> None:
@@ -287,7 +303,8 @@ class RunDirectory:
 
 
 def read_metrics(path: str | Path) -> dict[str, np.ndarray]:
-    """Every column of a run's ``metrics.csv`` as a float array (empty if it has none).
+    """Every numeric column of a run's ``metrics.csv`` as a float array (empty if it has
+    none); the text column :data:`LABEL_COLUMN` is left out.
 
     A run with ``run.evaluate = "none"`` writes no ``metrics.csv``: the result is ``{}``.
     """
@@ -298,4 +315,4 @@ def read_metrics(path: str | Path) -> dict[str, np.ndarray]:
         reader = csv.DictReader(handle)
         rows = list(reader)
         columns = reader.fieldnames or []
-    return {c: np.array([float(r[c]) for r in rows]) for c in columns}
+    return {c: np.array([float(r[c]) for r in rows]) for c in columns if c != LABEL_COLUMN}

@@ -137,7 +137,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(RunSummary))
 def _privacy_line(s: RunSummary) -> str:
     eps = s.worst_link_epsilon
     if math.isinf(eps):
-        return "worst link epsilon = inf (messages without a DP guarantee: unbounded loss)"
+        return "worst link epsilon = unbounded (messages without a DP guarantee)"
     where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
     return (f"worst link epsilon = {display.loss(eps)}{where} at delta {s.privacy_delta:g} "
             f"({s.worst_link_conversion} conversion, {s.noise} noise)"
@@ -156,7 +156,7 @@ def _report_row(s: RunSummary, key: str, value: Any) -> tuple[str, str]:
 
 def _observer_line(worst: dict) -> str:
     eps = worst["epsilon"]
-    value = ("inf (unbounded)" if math.isinf(eps) else
+    value = (display.loss(eps) if math.isinf(eps) else
              f"{display.loss(eps)} (rho {display.loss(worst['rho'])})")
     return (f"worst entry: observer {worst['observer']} about agent {worst['owner']}'s "
             f"worst record, epsilon {value}")

@@ -2,7 +2,8 @@
 release, in units of the sensitivity the ledger booked for it.
 
 Every audit harness (:class:`~.harness.TrialStatistics`, the token trials of
-``methods/chan2023/audit.py``) and the contract's sensitivity check
+``methods/chan2023/audit.py``, the shadow trajectories of ``methods/chen2025/audit.py`` in
+the l1 norm) and the contract's sensitivity check
 (``tests/mpi/test_sensitivity.py``) reads the shift through :func:`shift_ratio`, so "moved
 by at most the booked sensitivity" means the same thing everywhere: a ratio at most 1.
 """

@@ -42,16 +42,18 @@ def decide(flags: list[str], best_possible: float, ledger: float) -> str:
 
 
 def format_verdict(verdict: str, flags: list[str], best_possible: float, ledger: float,
-                   quantity: str, more: str) -> str:
+                   quantity: str, more: str, ledger_label: str | None = None) -> str:
     """The verdict lines the command prints last.
 
     ``quantity`` names the compared figure ("mu", "epsilon"); ``more`` says what the best
-    possible bound grows with (e.g. "the bound grows with --trials").
+    possible bound grows with (e.g. "the bound grows with --trials"); ``ledger_label``
+    what the ledger's figure is when it is not a proven bound (shown beside it).
     """
     if verdict == FAIL:
         return "verdict: FAIL\n" + "\n".join(f"  - {f}" for f in flags)
     if verdict == INCONCLUSIVE:
         return (f"verdict: INCONCLUSIVE\n  - the audit could not have failed: at best it "
                 f"shows {quantity} >= {display.lower_bound(best_possible)}, not above the ledger's "
-                f"{display.loss(ledger)}\n    ({more})")
+                f"{display.loss(ledger)}{f' ({ledger_label})' if ledger_label else ''}"
+                f"\n    ({more})")
     return "verdict: PASS"

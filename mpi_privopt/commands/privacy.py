@@ -188,15 +188,18 @@ def cmd_coalition(args) -> int:
     seen = {int(j) for group in report["agents"][args.agent]["groups"]
             for j in group["receivers"]}
     unseen = [j for j in observers if j not in seen]
+    label = report.get("epsilon_label")  # the run's epsilons are not a proven bound
     result = {"agent": args.agent, "observers": observers, "delta": report["delta"], **eps,
-              "observers_that_received_nothing": unseen}
+              "observers_that_received_nothing": unseen,
+              **({"epsilon_label": label} if label else {})}
     if args.json:
         _print_json(result)
         return 0
-    shown = "inf (unbounded)" if math.isinf(eps["best"]) else display.loss(eps["best"])
+    shown = display.loss(eps["best"])  # "unbounded" when infinite
     print(f"agent {args.agent} against observers {', '.join(map(str, observers))}: "
           f"epsilon = {shown} "
-          f"at delta {report['delta']:g} ({eps['conversion']} conversion)")
+          f"at delta {report['delta']:g} ({eps['conversion']} conversion)"
+          + (f"; {label}" if label else ""))
     if unseen:
         several = len(unseen) > 1
         print(f"  observer{'s' if several else ''} {', '.join(map(str, unseen))} "

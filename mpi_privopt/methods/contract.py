@@ -95,6 +95,14 @@ class Algorithm(ABC):
     #: why the method cannot be checkpointed ("" = it can: its whole state between two
     #: iterations is in its agent's objects; mpi_privopt/services/checkpoint.py)
     no_checkpoint: ClassVar[str] = ""
+    #: what the method's state is, for its checkpoints: the attributes of the method object
+    #: that change from one iteration to the next (its ``agent``, which holds the network,
+    #: random streams and noise source, is always saved). A checkpoint saves only these,
+    #: as JSON and arrays (mpi_privopt/services/state_codec.py), and a resume takes every
+    #: other attribute from its fresh set-up (what the method computes from the config and
+    #: the data: a large precomputed matrix, or an object that cannot be saved, such as a
+    #: module or a lock). None (the default): every attribute is saved.
+    checkpoint_fields: ClassVar[tuple[str, ...] | None] = None
     #: the blocks of each packed per-block message (Chen & Wang 2025's x, y, z), in order;
     #: () for a method that does not send packed blocks (:meth:`block_budgets`)
     blocks: ClassVar[tuple[str, ...]] = ()
@@ -125,6 +133,12 @@ class Algorithm(ABC):
     #: what the method decided at set-up and the user should know, one line ("" = nothing);
     #: set in ``__init__``; the engine prints it once (rank 0) before the first iteration
     setup_note: str = ""
+    #: what every epsilon the run books is when it is not a proven bound, shown beside each
+    #: one it prints or writes (the progress line, budget messages, metrics.csv, the
+    #: summary, privacy.json, ``report``); None (the default): they are proven bounds. A
+    #: method with a nominal accounting overrides it (the aggregative methods:
+    #: :func:`~mpi_privopt.methods.chen2025.ldp_budget.report_epsilon_label`)
+    epsilon_label: str | None = None
 
     @classmethod
     def check_agent_count(cls, n_agents: int) -> None:

@@ -136,6 +136,11 @@ class Ledger:
     #: secure-noise run: mpi_privopt/services/release_gap.py): ``{"first", "last"}`` per
     #: window; a class default, so that ledgers saved before it existed read as none
     assumed: tuple[dict, ...] = ()
+    #: what the booked epsilons are when they are not a proven bound (the method's
+    #: ``epsilon_label``, set by the engine): shown beside every epsilon of a budget
+    #: message, kept in the snapshot (a stopped agent's record, a checkpoint); a class
+    #: default, so that ledgers saved before it existed read as none
+    epsilon_label: str | None = None
 
     def __init__(self, agent: int, neighbours: Sequence[int], delta: float,
                  budget: float = math.inf, limits: Budget | None = None) -> None:
@@ -183,10 +188,15 @@ class Ledger:
             raise PrivacyBudgetExceeded(
                 f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
                 f"loss from epsilon {display.loss(spent)} to {display.loss(eps)} at delta "
-                f"{self.delta:g}, over its budget privacy.epsilon = {display.exact(self.budget)}; "
-                "nothing was sent",
+                f"{self.delta:g}{self.labelled()}, over its budget privacy.epsilon = "
+                f"{display.exact(self.budget)}; nothing was sent",
                 "raise privacy.epsilon, add noise, or run fewer iterations "
                 "(what was measured so far is in the run directory)")
+
+    def labelled(self) -> str:
+        """`` (LABEL)`` after an epsilon of this ledger when it is not a proven bound, else
+        nothing."""
+        return f" ({self.epsilon_label})" if self.epsilon_label else ""
 
     def on_release(self, release: Release, receivers: Sequence[int], phase: str,
                    round: int) -> None:
@@ -340,7 +350,8 @@ class Ledger:
         return {"agent": self.agent, "delta": self.delta, "budget": self.budget,
                 "links": links, "total": total, "groups": groups,
                 **({"assumed": [dict(w) for w in self.assumed],
-                    "assumed_iterations": self.assumed_iterations} if self.assumed else {})}
+                    "assumed_iterations": self.assumed_iterations} if self.assumed else {}),
+                **({"epsilon_label": self.epsilon_label} if self.epsilon_label else {})}
 
 
 def _single(event: PrivacyEvent) -> HeadlineAccountant:

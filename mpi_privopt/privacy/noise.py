@@ -247,7 +247,7 @@ class SecureNoise:
         self.granularity = g
         self._k = math.frexp(g)[1] - 1  # g == 2**k
 
-    # A checkpoint (every run's end saves one) pickles the source: the sampler is a
+    # A checkpoint (every run's end saves one) saves the source: the sampler is a
     # module, not data, so a restored source imports it again. No key is kept between
     # draws (each draw keys a fresh cipher stream from OS entropy), so nothing secret is
     # written either.

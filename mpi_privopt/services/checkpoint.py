@@ -4,14 +4,18 @@ What is saved (per rank; the files: mpi_privopt/services/checkpoint_files.py): t
 the run loop carries from one iteration to the next (:class:`~.base.CarriedState`), the
 algorithm (and through its agent the network, its channels and traffic meter, the agent's
 random streams and noise source, the problem's oracle), the ledger and the divergence
-guard. One generic mechanism serves every registered method: the objects are pickled
-together, so every array (iterates, duals, trackers, shares), every numpy Generator's
-state, every counter and every aliasing between them (which of a channel's two send
-buffers is ``outgoing`` and which ``last_sent``, an iterate that *is* a channel buffer)
-come back as they were. What belongs to this process and not to the run is not saved but
-taken from the fresh set-up of the resumed run (:func:`externals`): the MPI communicators,
-the graph and the config sections. Persistent MPI requests are rebuilt on the restored
-buffers (:meth:`~mpi_privopt.network.Network.reopen`), never saved.
+guard. One generic mechanism serves every registered method: the objects are written
+together as JSON and numpy arrays (mpi_privopt/services/state_codec.py; never a pickle),
+so every array (iterates, duals, trackers, shares), every numpy Generator's state, every
+counter and every aliasing between them (which of a channel's two send buffers is
+``outgoing`` and which ``last_sent``, an iterate that *is* a channel buffer) come back as
+they were. A method may say what its state is
+(:attr:`~mpi_privopt.methods.contract.Algorithm.checkpoint_fields`): only those attributes
+are saved, the others taken from the resume's fresh set-up. What belongs to this process
+and not to the run is not saved but taken from the fresh set-up of the resumed run
+(:func:`externals`): the MPI communicators, the graph and the config sections. Persistent
+MPI requests are rebuilt on the restored buffers
+(:meth:`~mpi_privopt.network.Network.reopen`), never saved.
 
 :class:`Checkpointer` is the run service: after an iteration it writes a due checkpoint
 (every ``run.checkpoint_every``) or the one of an agreed stop; at the run's end it writes
@@ -21,7 +25,6 @@ the final state (mpi_privopt/run_commit.py), whatever ``run.checkpoint_every`` s
 """
 from __future__ import annotations
 
-import pickle
 import secrets
 from typing import Any
 
@@ -29,14 +32,14 @@ from ..errors import ConfigError
 from .base import CarriedState, LoopState, RunContext
 from .checkpoint_files import (FORMAT, FULL_DISK_ERRORS, LATEST, PREVIOUS,
                                CheckpointWriteError, checkpoint_dir, config_fingerprint,
-                               pickle_record, remove_stale, resume_command, state_path,
+                               encode_record, remove_stale, resume_command, state_path,
                                try_write, write_atomic, write_fix, write_pointer)
 from .checkpoint_format import encode_rank_file
 from .faults import fault
-from .state_pickle import pickle_state, trusted_modules, unpickle_state
+from .state_codec import decode_state, encode_state, trusted_modules
 
-__all__ = ["Checkpointer", "can_save", "dump_state", "load_state", "refuse_unsaveable",
-           "restore_state", "unpickle_roots"]
+__all__ = ["Checkpointer", "can_save", "decode_roots", "dump_state", "load_state",
+           "refuse_unsaveable", "restore_state"]
 
 
 def refuse_unsaveable(cfg) -> None:
@@ -83,38 +86,45 @@ def state_roots(state: CarriedState) -> dict[str, Any]:
             "divergence": state.divergence, "problem": dict(vars(state.problem))}
 
 
-def dump_state(ctx: RunContext, state: CarriedState) -> bytes:
-    """The pickled ``state`` (:func:`state_roots`); ConfigError if the method holds
-    something that cannot be saved."""
+def dump_state(ctx: RunContext, state: CarriedState) -> tuple[Any, bytes]:
+    """``state`` (:func:`state_roots`) as a JSON tree and the ``.npz`` bytes of its arrays
+    (mpi_privopt/services/state_codec.py); ConfigError if the method holds something that
+    cannot be saved."""
     try:
-        return pickle_state(state_roots(state), externals(ctx, state),
+        return encode_state(state_roots(state), externals(ctx, state),
                             trusted_modules(ctx.cfg))
-    except (pickle.PicklingError, TypeError, AttributeError) as err:
+    except (TypeError, ValueError, AttributeError) as err:  # StateEncodeError among them
         raise ConfigError(f"{ctx.cfg.algorithm.name!r} cannot be checkpointed: its "
                           f"state holds something that cannot be saved ({err})",
                           "run without run.checkpoint_every (and do not interrupt it)") from None
 
 
-def unpickle_roots(ctx: RunContext, saved: bytes) -> dict[str, Any]:
-    """The saved carried objects (:func:`state_roots`), the fresh set-up supplying the
-    :func:`externals`. Local: no MPI call.
+def decode_roots(ctx: RunContext, saved: tuple[Any, bytes]) -> dict[str, Any]:
+    """The saved carried objects (:func:`state_roots`) from :func:`dump_state`'s tree and
+    arrays, the fresh set-up supplying the :func:`externals`. Local: no MPI call.
 
-    Raises ``pickle.UnpicklingError`` when the state names anything outside the
-    allow-list (mpi_privopt/services/state_pickle.py)."""
-    return unpickle_state(saved, externals(ctx, ctx.state), trusted_modules(ctx.cfg))
+    Raises :class:`~.state_codec.StateDecodeError` when the state names anything a
+    checkpoint may not hold, or is malformed."""
+    tree, arrays = saved
+    return decode_state(tree, arrays, externals(ctx, ctx.state), trusted_modules(ctx.cfg))
 
 
-def load_state(ctx: RunContext, saved: bytes) -> CarriedState:
+def load_state(ctx: RunContext, saved: tuple[Any, bytes]) -> CarriedState:
     """The saved carried objects in place of ``ctx.state``, with the network's
     persistent requests rebuilt (collective)."""
-    return restore_state(ctx, unpickle_roots(ctx, saved))
+    return restore_state(ctx, decode_roots(ctx, saved))
 
 
 def restore_state(ctx: RunContext, roots: dict[str, Any]) -> CarriedState:
-    """:func:`unpickle_roots`' objects in place of ``ctx.state``, with the network's
-    persistent requests rebuilt (collective: every rank, in the same order)."""
+    """:func:`decode_roots`' objects in place of ``ctx.state``, with the network's
+    persistent requests rebuilt (collective: every rank, in the same order). The
+    attributes a method leaves out of its checkpoint (``checkpoint_fields``) are the
+    fresh set-up's."""
     fresh = ctx.state
     algorithm = roots["algorithm"]
+    if type(algorithm).checkpoint_fields is not None:  # the rest: the fresh set-up's
+        for name, value in vars(fresh.algorithm).items():
+            vars(algorithm).setdefault(name, value)
     net = algorithm.agent.net
     # The fresh set-up's channels hold persistent requests on buffers nobody uses now;
     # the restored channels get theirs (same order on every agent: collective).
@@ -209,11 +219,11 @@ class Checkpointer:
         try:
             data, digest = encode_rank_file(
                 {"run": self.run_id, "rank": rank, "iteration": n, "ranks": ranks},
-                pickle_record(meta, dump_state(ctx, state)))
+                encode_record(meta, dump_state(ctx, state)))
         except ConfigError as err:
             if not final:
                 raise
-            # the end saves every run's state, even one that cannot be pickled (a method
+            # the end saves every run's state, even one that cannot be saved (a method
             # holding a module or a lock): every rank learns it below, and the results
             # are written all the same (run_commit.py)
             failure = err.what

@@ -2,11 +2,11 @@
 
 Per rank, ``RUN_DIR/checkpoint/rank-K-iter-N.ckpt`` holds a checked header (its length,
 SHA-256 and identity: the run's id, the rank, the iteration, the rank count;
-mpi_privopt/services/checkpoint_format.py) and then a pickle of a plain record
-``{"meta": ..., "state": bytes}``: the metadata (iteration, rank count, the ledger's and
-the traffic meter's snapshots) is readable without unpickling any class (:func:`read_meta`:
-``report`` shows a killed run from it); the state is the rank's carried objects, pickled
-again inside through an allow-list (mpi_privopt/services/state_pickle.py).
+mpi_privopt/services/checkpoint_format.py) and then the record (:func:`encode_record`):
+the metadata (iteration, rank count, the ledger's and the traffic meter's snapshots) as
+one line of JSON (:func:`read_meta`: ``report`` shows a killed run from it), the rank's
+carried objects as a line of JSON and a ``.npz`` archive of their arrays
+(mpi_privopt/services/state_codec.py). Nothing in a checkpoint is read with pickle.
 ``checkpoint/latest.json`` names the iteration of the last complete checkpoint, with the
 run's id, every rank file's SHA-256, the config (without ``run.iterations``), the graph's
 hash and the SHA-256 of the run's ``graph.edgelist``, all under a checksum of its own;
@@ -24,10 +24,8 @@ renamed), and only then are the files of older checkpoints removed
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,8 @@ from .faults import fault
 
 __all__ = ["CHECKPOINT_DIR", "CheckpointDamaged", "CheckpointWriteError", "FORMAT", "LATEST",
            "PREVIOUS", "STATE_FILE", "checkpoint_dir", "config_fingerprint", "identity",
-           "latest", "pointers", "read_meta", "read_record", "remove_stale", "resume_command",
+           "encode_record", "latest", "pointers", "read_meta", "read_record", "remove_stale",
+           "resume_command",
            "saved_ledgers", "state_path", "try_write", "write_atomic", "write_pointer"]
 
 #: the checkpoint directory inside a run directory
@@ -127,17 +126,18 @@ def identity(info: dict, rank: int) -> dict:
             "ranks": info["ranks"]}
 
 
-# -- a rank's file: the checked header, then the metadata outside and the state inside ------
+# -- a rank's file: the checked header, then the metadata and the state as JSON and arrays --
 
-class _MetaUnpickler(pickle.Unpickler):
-    """Reads the outer record only: plain data, no class is ever imported."""
-
-    def find_class(self, module, name):  # noqa: D102
-        raise pickle.UnpicklingError(f"a checkpoint's metadata names {module}.{name}")
+def _json_line(value: Any) -> bytes:
+    # one line: JSON never writes a raw newline (ensure_ascii escapes every other byte too)
+    return json.dumps(value, separators=(",", ":")).encode() + b"\n"
 
 
-def pickle_record(meta: dict, state: bytes) -> bytes:
-    return pickle.dumps({"meta": meta, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
+def encode_record(meta: dict, state: tuple[Any, bytes]) -> bytes:
+    """A rank file's payload: the metadata and the state's tree, a line of JSON each, then
+    the state's arrays (a ``.npz`` archive; mpi_privopt/services/state_codec.py)."""
+    tree, arrays = state
+    return _json_line(meta) + _json_line(tree) + arrays
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -152,8 +152,9 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def read_record(path: Path, info: dict, rank: int) -> dict:
-    """Rank ``rank``'s record ``{"meta", "state"}`` of the checkpoint ``info``, once its
-    file's length, checksum and identity are checked (before any byte is unpickled).
+    """Rank ``rank``'s record ``{"meta": dict, "state": (tree, arrays)}`` of the
+    checkpoint ``info``, once its file's length, checksum and identity are checked; only
+    JSON is parsed (the arrays are read when the state is decoded, without pickle).
 
     Raises
     ------
@@ -163,48 +164,55 @@ def read_record(path: Path, info: dict, rank: int) -> dict:
     files = info.get("files") or []
     payload = decode_rank_file(path, _read_bytes(path), identity(info, rank),
                                files[rank] if rank < len(files) else None)
+    meta_line, _, rest = payload.partition(b"\n")
+    tree_line, _, arrays = rest.partition(b"\n")
     try:
-        record = _MetaUnpickler(io.BytesIO(payload)).load()
-    except Exception as err:  # its checksum matched: written so by a faulty writer
+        meta, tree = json.loads(meta_line), json.loads(tree_line)
+    except ValueError as err:  # its checksum matched: written so by a faulty writer
         raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: {err}",
                                 "start a new run") from None
-    if not (isinstance(record, dict) and isinstance(record.get("meta"), dict)
-            and isinstance(record.get("state"), bytes)):
+    if not isinstance(meta, dict) or not arrays:
         raise CheckpointDamaged(f"the checkpoint file {path} holds no checkpoint record",
                                 "start a new run")
-    return record
+    return {"meta": meta, "state": (tree, arrays)}
 
 
 def read_meta(path: str | Path, info: dict | None = None, rank: int = 0) -> dict:
-    """The metadata of one rank's checkpoint file (no class is unpickled), checked
-    against the pointer ``info`` when given. A file of format 1 (no header, written
-    before the checks) is read as it is."""
+    """The metadata of one rank's checkpoint file, checked against the pointer ``info``
+    when given. A file of format 1 (no header, written before the checks; ``report``
+    only) is read as it is (mpi_privopt/services/checkpoint_legacy.py)."""
     path = Path(path)
     data = _read_bytes(path)
-    if data[:1] == b"\x80":  # format 1: a bare pickle
-        try:
-            return _MetaUnpickler(io.BytesIO(data)).load()["meta"]
-        except Exception as err:
-            raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: {err}",
-                                    "start a new run") from None
+    if data[:1] == b"\x80":  # format 1: a bare pickle of plain data
+        from .checkpoint_legacy import format_1_meta
+        return format_1_meta(path, data)
     if info is None:
         raise CheckpointDamaged(f"no checkpoint names {path}", "give its latest.json")
     return read_record(path, info, rank)["meta"]
 
 
-def saved_ledgers(run_dir: str | Path) -> tuple[dict, list[dict]] | None:
-    """The pointer of the newest usable checkpoint and every rank's metadata (ledger and
-    traffic snapshots) at it; None when the run has none that can be read."""
-    for path, info, _problem in pointers(run_dir):
+def saved_ledgers(run_dir: str | Path) -> tuple[dict, list[dict], str | None] | None:
+    """The pointer of the newest usable checkpoint, every rank's metadata (ledger and
+    traffic snapshots) at it, and what was skipped to reach it (one line, None when it is
+    the latest checkpoint); None when the run has none that can be read."""
+    skipped: str | None = None  # the latest checkpoint's damage, when it was passed over
+    for path, info, problem in pointers(run_dir):
         if info is None:
             info = _format_1(path)  # a run written before the checks: read as it is
             if info is None:
+                if path.name == LATEST:
+                    skipped = f"{LATEST} is {'damaged' if problem else 'missing'}"
                 continue
         try:
-            return info, [read_meta(state_path(run_dir, k, info["iteration"]), info, k)
-                          for k in range(info["ranks"])]
+            metas = [read_meta(state_path(run_dir, k, info["iteration"]), info, k)
+                     for k in range(info["ranks"])]
         except CheckpointDamaged:
+            if path.name == LATEST:
+                skipped = f"the latest checkpoint (iteration {info['iteration']}) is damaged"
             continue
+        if skipped is not None:
+            skipped += f": showing the previous one, iteration {info['iteration']}"
+        return info, metas, skipped
     return None
 
 

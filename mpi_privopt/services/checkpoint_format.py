@@ -6,11 +6,11 @@ A rank's file (``rank-K-iter-N.ckpt``) is, in order:
    length of the rest of the file and its SHA-256 (hex);
 2. the header, one line of JSON: the file's identity (``run``, the run's id, drawn once by
    its first checkpoint; ``rank``; ``iteration``; ``ranks``, the world size);
-3. the payload: the pickled record ``{"meta": ..., "state": ...}``
-   (mpi_privopt/services/checkpoint_files.py).
+3. the payload: the record, the metadata and the state as JSON and numpy arrays, never a
+   pickle (mpi_privopt/services/checkpoint_files.py).
 
 :func:`decode_rank_file` checks the length, the checksum and the identity before it
-returns a byte of the payload, so nothing is unpickled from a file that was cut short,
+returns a byte of the payload, so nothing is decoded from a file that was cut short,
 changed after it was written (one flipped bit is enough), swapped with another rank's or
 copied from another run or iteration. Any single flipped bit of the file is found: in the
 first line it breaks the magic word, the version, the length or the checksum; anywhere
@@ -33,10 +33,11 @@ from pathlib import Path
 from ..errors import ConfigError
 
 __all__ = ["CheckpointDamaged", "FORMAT", "MAGIC", "decode_pointer", "decode_rank_file",
-           "encode_pointer", "encode_rank_file", "missing_file", "MISSING_CAUSES"]
+           "encode_pointer", "encode_rank_file", "missing_file", "MISSING_CAUSES", "other_format"]
 
-#: bumped when the file layout changes; a resume refuses another version
-FORMAT = 2
+#: bumped when the file layout changes; a resume refuses another version (2: the state
+#: was a pickle; 3: JSON and arrays)
+FORMAT = 3
 #: the first word of a rank's checkpoint file
 MAGIC = b"mpi_privopt-checkpoint"
 #: a first line is never longer (magic, version, a length, 64 hex digits)
@@ -52,6 +53,19 @@ MISSING_CAUSES = ("the write was interrupted (the job was killed or the disk fil
 class CheckpointDamaged(ConfigError):
     """A checkpoint file that a resume must not use: missing, short, changed since it was
     written, or another rank's, iteration's or run's."""
+
+
+def other_format(what: str, found: object) -> CheckpointDamaged:
+    """The refusal of a checkpoint ``what`` ("the checkpoint in RUN_DIR") written in
+    another format ``found``."""
+    older = isinstance(found, int) and found < FORMAT
+    return CheckpointDamaged(
+        f"{what} has format {found}, this version reads format {FORMAT}"
+        + (" (format 2 and older saved the state as a pickle, which this version never "
+           "loads)" if older else ""),
+        "start the run again, or resume it with the mpi_privopt version that wrote it"
+        + (" (the release before checkpoints were written as JSON and arrays)"
+           if older else ""))
 
 
 def _canonical(value: dict) -> bytes:
@@ -123,9 +137,7 @@ def decode_rank_file(path: Path, data: bytes, expected: dict,
         raise _damaged(path, "it does not begin with the first line of an mpi_privopt checkpoint")
     if fields[1] != str(FORMAT).encode():
         if fields[1].isdigit():
-            raise CheckpointDamaged(
-                f"the checkpoint file {path} has format {fields[1].decode()}, this version "
-                f"reads format {FORMAT}", "resume with the mpi_privopt version that wrote it")
+            raise other_format(f"the checkpoint file {path}", int(fields[1]))
         raise _damaged(path, "its format field is not a number")
     body = data[end + 1:]
     if not fields[2].isdigit():
@@ -194,17 +206,11 @@ def decode_pointer(path: Path, data: bytes) -> dict:
         raise damaged("it is not a JSON object")
     if "sha256" not in info:
         if isinstance(info.get("format"), int) and info["format"] != FORMAT:
-            raise CheckpointDamaged(
-                f"the checkpoint in {path.parent.parent} has format {info['format']}, "
-                f"this version reads format {FORMAT}",
-                "resume with the mpi_privopt version that wrote it")
+            raise other_format(f"the checkpoint in {path.parent.parent}", info["format"])
         raise damaged("it has no checksum (sha256)")
     claimed = info.pop("sha256")
     if claimed != _sha256(_canonical(info)):
         raise damaged("its content does not match its checksum (sha256)")
     if info.get("format") != FORMAT:
-        raise CheckpointDamaged(
-            f"the checkpoint in {path.parent.parent} has format {info.get('format')}, "
-            f"this version reads format {FORMAT}",
-            "resume with the mpi_privopt version that wrote it")
+        raise other_format(f"the checkpoint in {path.parent.parent}", info.get("format"))
     return info

@@ -2,6 +2,10 @@
 
 ``iter 120/200  elapsed 3.1 s  remaining ~2.0 s  epsilon 7.312 (worst link)``
 
+The epsilon is rounded up (:func:`mpi_privopt.display.loss`); a non-private run's is
+``unbounded``, and a method whose epsilons are not a proven bound has its label beside it
+(``epsilon 601.2 (worst link; nominal (C = 1): not a privacy guarantee)``).
+
 Where it goes (:func:`progress_line`): on a terminal the line is rewritten in place
 (carriage return) a few times a second and ends with a newline when the work is done.
 Where a person watches through a pipe (rank 0 under ``mpiexec`` whose launcher writes to a
@@ -149,12 +153,17 @@ class Progress:
     in_place : bool, optional
         Rewrite the line in place on a terminal; False: whole lines there too (output of
         its own between them stays readable, and a terminal's log keeps every line).
+    epsilon_label : str, optional
+        What the run's epsilons are when they are not a proven bound (the method's
+        ``epsilon_label``), shown beside the epsilon.
     """
 
     def __init__(self, total: float, what: str = "iter", stream: TextIO | None = None,
                  interval: float | None = None, percent: bool = False,
-                 settle: float = 2, in_place: bool = True) -> None:
+                 settle: float = 2, in_place: bool = True,
+                 epsilon_label: str | None = None) -> None:
         self.total = total
+        self.epsilon_label = epsilon_label
         self.what = what
         self.stream = sys.stderr if stream is None else stream
         self.tty = in_place and is_terminal(self.stream)
@@ -181,7 +190,9 @@ class Progress:
         if left is not None:
             parts.append(f"remaining ~{_seconds(left)}")
         if epsilon is not None:
-            parts.append(f"epsilon {display.loss(epsilon)} (worst link)")  # rounded up
+            # rounded up; "unbounded" for a non-private run
+            where = "worst link" + (f"; {self.epsilon_label}" if self.epsilon_label else "")
+            parts.append(f"epsilon {display.loss(epsilon)} ({where})")
         return "  ".join(parts)
 
     def update(self, done: float, epsilon: float | None = None,

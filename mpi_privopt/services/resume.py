@@ -17,7 +17,6 @@ one message.
 from __future__ import annotations
 
 import math
-import pickle
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +25,8 @@ from time import perf_counter
 from .. import display
 from ..errors import ConfigError
 from .base import RunContext
-from .checkpoint import Checkpointer, restore_state, unpickle_roots
+from .checkpoint import Checkpointer, decode_roots, restore_state
+from .state_codec import StateDecodeError
 from .checkpoint_choice import EDGELIST, choose, edgelist_sha256, usable_pointer
 from .checkpoint_files import (CHECKPOINT_DIR, LATEST, config_fingerprint, remove_stale,
                                resume_command, state_path)
@@ -158,7 +158,8 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
         raise ConfigError(
             f"resuming to run.iterations = {last} would take agent {ctx.rank}'s "
             f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
-            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {ledger.delta:g}, over "
+            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {ledger.delta:g}"
+            f"{ledger.labelled()}, over "
             f"privacy.epsilon = {display.exact(ledger.budget)}; "
             "nothing was released",
             "the spent budget is never reset: keep the run as it is, or resume to fewer "
@@ -220,16 +221,17 @@ def book_gap(ctx: RunContext, info: dict, damaged_latest: int | None) -> list[tu
     return windows if agree(comm, book) else []
 
 
-def _unpickled(ctx: RunContext, info: dict, record: dict) -> dict:
+def _decoded(ctx: RunContext, info: dict, record: dict) -> dict:
     """This rank's saved objects (no MPI: a failure here is agreed before any rank goes on
     to the collective restore)."""
     path = state_path(ctx.run_dir, ctx.rank, info["iteration"])
     try:
-        return unpickle_roots(ctx, record["state"])
-    except pickle.UnpicklingError as err:
+        return decode_roots(ctx, record["state"])
+    except StateDecodeError as err:
         raise ConfigError(f"agent {ctx.rank}'s checkpoint file {path} is refused: {err}",
-                          "a checkpoint is loaded only through its allow-list "
-                          "(docs/reliability.md, \"What a resume reads\"): resume only "
+                          "a checkpoint may hold only data, numpy arrays and generators, "
+                          "and objects of the package's classes (docs/reliability.md, "
+                          "\"What a resume reads\"): resume only "
                           "checkpoints this version wrote, from a run directory you "
                           "trust") from None
     except Exception as err:  # noqa: BLE001 (the file checks: this code cannot read it)
@@ -252,7 +254,7 @@ def resume_from(ctx: RunContext) -> tuple[RunContext, Resume, dict, str | None, 
     if warning is not None:  # the previous checkpoint: the same run, checked again
         agree(ctx.eval_comm, lambda: check_pointer(ctx.run_dir, info, ctx.cfg, ctx.graph,
                                                    ctx.size))
-    roots = agree(ctx.eval_comm, lambda: _unpickled(ctx, info, record))
+    roots = agree(ctx.eval_comm, lambda: _decoded(ctx, info, record))
     restored = restore_state(ctx, roots)  # collective: every rank has its objects
     meta = record["meta"]
     return replace(ctx, state=restored), Resume(

@@ -23,7 +23,7 @@ import time
 
 STAMPS, CPU = {"main": time.time()}, {"main": time.process_time()}
 PHASES = ("main", "parsed", "checked", "preloaded", "imported", "config", "set_up",
-          "looped", "finished")
+          "looped", "finished", "finalized")
 BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
 DEFAULT_RUN = ["--set", "topology.kind=erdos-renyi", "--set", "run.iterations=200"]
 
@@ -50,11 +50,12 @@ def rank_main(argv: list[str]) -> None:
 
     from mpi_privopt import cli, prelaunch
 
-    def dump() -> None:
+    def dump() -> None:  # after MPI_Finalize (mpi4py's exit handler was registered later)
+        _stamp("finalized")
         rank = next((os.environ[v] for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
                      if v in os.environ), "0")
         with open(os.path.join(os.environ["STAMP_DIR"], f"{rank}.json"), "w") as f:
-            json.dump({"wall": STAMPS, "cpu": CPU}, f)
+            json.dump({"wall": STAMPS, "cpu": CPU, "rank": rank}, f)
     atexit.register(dump)
     _wrap(cli, "build_parser", "parsed")
     _wrap(prelaunch, "validate_before_mpi", "checked")
@@ -100,7 +101,13 @@ def phases(stamp_dir: str, start: float, end: float) -> str:
         last = max(r["wall"][p] for r in ranks)
         parts.append(f"{p} {last - previous:.1f}")
         previous = last
-    return ", ".join(parts) + f", exit {end - previous:.1f} (s, each until the last rank)"
+    cpu = []  # each phase's CPU seconds summed over the ranks, and rank 0's
+    for p, q in zip(done, done[1:]):
+        total = sum(r["cpu"][q] - r["cpu"][p] for r in ranks)
+        zero = next((r["cpu"][q] - r["cpu"][p] for r in ranks if r.get("rank") == "0"), 0.0)
+        cpu.append(f"{q} {total:.1f}/{zero:.2f}")
+    return (", ".join(parts) + f", exit {end - previous:.1f} (s, each until the last rank)"
+            + "\n    CPU s, all ranks/rank 0: " + ", ".join(cpu))
 
 
 def main(argv: list[str]) -> int:

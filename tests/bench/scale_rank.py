@@ -76,8 +76,13 @@ def main(argv: list[str]) -> None:
     _stamp("parsed")
     from mpi_privopt import prelaunch
     prelaunch.validate_before_mpi(args.config, args.overrides)
-    getattr(prelaunch, "preload_for_rank_0", lambda: None)()  # (absent in older trees)
     _stamp("checked")
+    try:  # as the run command: the imports, task 0's preload and the gate, MPI_Init
+        from mpi_privopt.mpi_start import start_mpi
+    except ImportError:  # an older tree
+        getattr(prelaunch, "preload_for_rank_0", lambda: None)()  # (absent in older trees)
+    else:
+        start_mpi()
     from mpi_privopt.engine import run
     _stamp("imported")
     from mpi_privopt.entrypoint import load_agreed_config

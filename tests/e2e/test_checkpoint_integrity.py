@@ -8,11 +8,11 @@ for byte to the uninterrupted run's. A resume that exits 0 with other results, o
 traceback, fails. docs/reliability.md ("Checkpoints that cannot lie") has a row per case.
 
 Cases: 30 single-bit flips at seeded random positions of one rank's latest file (each is
-checked in process: refused before a byte is unpickled, with the previous checkpoint
+checked in process: refused before a byte is decoded, with the previous checkpoint
 intact; three of them, one in each part of the file, are resumed under mpiexec), two
 ranks' files swapped, ``latest.json`` cut short, both checkpoints unusable, a rank's file
-missing, an edited ``graph.edgelist``, a rank's state replaced by a pickle that would run
-a command (its checksums rewritten to match).
+missing, an edited ``graph.edgelist``, a rank's state replaced by one that names a
+function that would run a command (its checksums rewritten to match).
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def _seeded_flips(size: int) -> list[int]:
 
 
 def test_thirty_bit_flips_are_each_refused_before_a_byte_is_used(runs, copy):
-    # in process, for all 30: the damaged file is refused (never unpickled), and the
+    # in process, for all 30: the damaged file is refused (never decoded), and the
     # previous checkpoint, which the resume falls back to, checks on every rank
     info = checkpoint_files.latest(copy)
     target = _rank_file(copy, DAMAGED_RANK)
@@ -199,15 +199,21 @@ def test_a_missing_rank_file_names_its_likely_causes(runs, copy):
 
 
 def test_a_crafted_state_with_a_valid_header_runs_nothing(runs, copy, tmp_path):
-    # a forger who rewrites the checksums too: the state is still loaded through the
-    # allow-list, on one rank, and the job ends with one message (no rank hangs)
+    # a forger who rewrites the checksums too: the state still describes only what a
+    # checkpoint may hold, checked on one rank, and the job ends with one message (no
+    # rank hangs)
     marker = tmp_path / "ran"
     info = checkpoint_files.latest(copy)
     target = _rank_file(copy, 2)
     record = checkpoint_files.read_record(target, info, 2)
-    crafted = b"cposix\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR."
+    _tree, arrays = record["state"]
+    # posix.system named as a class, with the command as its state: refused by name,
+    # never imported as a callable, never called
+    crafted = {"dict": {"algorithm": {"class": "posix:system", "#": 1,
+                                      "state": f"touch {marker}"}}, "#": 0}
     data, digest = encode_rank_file(checkpoint_files.identity(info, 2),
-                                    checkpoint_files.pickle_record(record["meta"], crafted))
+                                    checkpoint_files.encode_record(record["meta"],
+                                                                   (crafted, arrays)))
     target.write_bytes(data)
     info["files"][2] = digest
     checkpoint_files.write_pointer(copy / "checkpoint" / "latest.json", info)
@@ -221,3 +227,18 @@ def test_an_edited_edge_list_is_refused(runs, copy):
     edges = copy / "graph.edgelist"
     edges.write_text(edges.read_text() + "0 3\n")
     resume_refused(copy, "graph.edgelist was changed after the run wrote it")
+
+
+def test_report_says_when_it_shows_the_previous_checkpoint(runs, copy):
+    # in process: what `report DIR` prints for the killed run, its latest file damaged
+    from mpi_privopt.report import incomplete_text, load_incomplete_run
+    shown = incomplete_text(load_incomplete_run(copy, ["summary.json"]))
+    assert f"last checkpoint: iteration {LATEST}" in shown and "damaged" not in shown
+    _flip(_rank_file(copy, DAMAGED_RANK), 8 * 200)
+    shown = incomplete_text(load_incomplete_run(copy, ["summary.json"]))
+    assert f"last checkpoint: iteration {PREVIOUS}" in shown
+    assert (f"the latest checkpoint (iteration {LATEST}) is damaged: showing the previous "
+            f"one, iteration {PREVIOUS}") in shown.splitlines()[2]
+    (copy / "checkpoint" / "latest.json").write_text("{")
+    shown = incomplete_text(load_incomplete_run(copy, ["summary.json"]))
+    assert f"latest.json is damaged: showing the previous one, iteration {PREVIOUS}" in shown

@@ -1,5 +1,6 @@
-"""``reproduce chen2025 --quick`` (1 run, 30 iterations): 16 real mpiexec runs of 5
+"""``reproduce chen2025 --quick`` (1 run, 30 iterations): 20 real mpiexec runs of 5
 ranks, every panel's PNG and CSV, the budget curves equal to the runs' ledgers, the
+matched-budget runs' ledgers equal to Algorithm 1's epsilon, the
 diagnostics present, the lambda_pen = 10 run recorded as diverged (lam_x0 = 0.2 is too large
 for that penalty) and said so in one plain line. About 30 s on two cores: marked slow.
 """
@@ -38,7 +39,7 @@ def out(run):
 
 
 def test_every_panel_has_its_png_and_csv(out):
-    for name in ("panel_a", "panel_b", "panel_c", "panel_d", "diagnostics"):
+    for name in ("panel_a", "panel_matched", "panel_b", "panel_c", "panel_d", "diagnostics"):
         assert (out / f"{name}.png").stat().st_size > 0
         assert rows(out / f"{name}.csv")
 
@@ -58,6 +59,21 @@ def test_budget_totals_equal_the_ledgers(out):
     for method in ("alg1", "gt36", "pat6", "pdop26", "tvs51"):
         assert totals[method]["epsilon_T"] == pytest.approx(totals[method]["ledger_epsilon_T"],
                                                             rel=1e-9)
+
+
+def test_matched_runs_book_algorithm_1s_epsilon_in_their_own_ledgers(out):
+    matched = json.loads((out / "summary.json").read_text())["matched"]
+    assert matched["label"] == "nominal (C = 1): not a privacy guarantee"
+    target = matched["target_epsilon_T"]
+    assert matched["methods"]["alg1"]["ledger_epsilon_T"] == pytest.approx(target, rel=1e-9)
+    for method in ("gt36", "pat6"):   # one sigma per agent: every agent matched
+        assert matched["methods"][method]["ledger_epsilon_T"] == pytest.approx(target, rel=1e-9)
+    for method in ("pdop26", "tvs51"):   # one sigma for all: agent 1 matched
+        ledger = matched["methods"][method]["ledger_epsilon_T"]
+        assert ledger[0] == pytest.approx(target[0], rel=1e-9)
+        assert ledger == pytest.approx(matched["methods"][method]["epsilon_T"], rel=1e-9)
+    m = rows(out / "panel_matched.csv")
+    assert {r["curve"] for r in m} == {"alg1", "gt36", "pat6", "pdop26", "tvs51"}
 
 
 def test_diagnostics_and_divergence_are_recorded(out):

@@ -43,8 +43,11 @@ def in_process(capsys, *args) -> subprocess.CompletedProcess:
 @needs_mpiexec
 def test_run_writes_a_complete_run_directory(tmp_path, capsys):
     out = tmp_path / "run"
-    proc = mpirun(4, "run", "admm-ridge", "--set", "run.iterations=30", "--out", str(out))
+    proc = mpirun(4, "run", "admm-ridge", "--set", "run.iterations=30", "--out", str(out),
+                  "--progress")
     assert proc.returncode == 0, proc.stderr
+    # the progress line (stderr): a non-private run's epsilon is unbounded, never inf or 0
+    assert "iter 30/30" in proc.stderr and "epsilon unbounded (worst link)" in proc.stderr
     for name in ("config.toml", "graph.edgelist", "metrics.csv", "traffic.json",
                  "models.npz", "summary.json"):
         assert (out / name).is_file(), name
@@ -65,8 +68,10 @@ def test_run_writes_a_complete_run_directory(tmp_path, capsys):
     # The report shows the curve beside both per-link matrices.
     report = in_process(capsys, "report", str(out))
     assert report.returncode == 0, report.stderr
-    for words in ("accuracy curve", "bytes per link", "privacy loss per link", "inf"):
+    for words in ("accuracy curve", "bytes per link", "privacy loss per link", "unbounded"):
         assert words in report.stdout
+    privacy = report.stdout[report.stdout.index("privacy loss per link"):]
+    assert "inf" not in privacy.replace("unbounded", "")
     # The resolved config runs again as it is.
     again = mpirun(4, "run", str(out / "config.toml"), "--out", str(tmp_path / "again"),
                    "--quiet")
@@ -360,6 +365,16 @@ def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
     alone = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
                        "--observers", "1")
     assert "received no message" not in alone.stdout
+    assert "nominal" not in alone.stdout
+    # a run whose epsilons are not a proven bound: the label beside the coalition's too
+    label = "nominal (C = 1): not a privacy guarantee"
+    (tmp_path / "privacy.json").write_text(json.dumps({**report, "epsilon_label": label}))
+    nominal = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                         "--observers", "1")
+    assert nominal.stdout.splitlines()[0].endswith(f"conversion); {label}")
+    as_json = in_process(capsys, "privacy", "coalition", str(tmp_path), "--agent", "0",
+                         "--observers", "1", "--json")
+    assert json.loads(as_json.stdout)["epsilon_label"] == label
 
 
 @needs_mpiexec

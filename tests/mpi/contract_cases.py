@@ -302,11 +302,16 @@ def sensitivity_constants(x: float | None, y: float, z: float) -> list[str]:
     return [f"algorithm.sensitivity_{b}={c}" for b, c in blocks.items()]
 
 
-#: Chen & Wang's methods book ``C_v`` times a public schedule; the nominal C_v = 1 is not a
-#: bound (NOMINAL_SENSITIVITY below). ldp-aggregative, PDOP and [51] book the derived
-#: sensitivities by default (methods/chen2025/derived.py; checked as they run); the
-#: check also runs every one of them under the nominal accounting with user-set constants
-#: that cover every canary direction of these short runs. The worst
+#: Chen & Wang's methods book, under the default ``privacy.accounting = "derived"``, the
+#: proof's recursion for their own schedule (methods/chen2025/derived.py): ldp-aggregative,
+#: pdop-aggregative and tvs-aggregative, checked as they run by default by
+#: test_sensitivity.py's test_the_derived_sensitivities_are_a_bound; aggregative-gt and
+#: aggregative-pat refuse the derived accounting (no proof for their trackers). Under
+#: ``privacy.accounting = "nominal"`` each books ``C_v`` times a public schedule, and the
+#: nominal C_v = 1 is not a bound (NOMINAL_SENSITIVITY below: strict expected failures).
+#: The cases here run all five under the nominal accounting (test_sensitivity.py's
+#: worst_shift adds it) with user-set constants that cover every canary direction of these
+#: short runs, so that the release path of each is checked. The worst
 #: ratio per block under C_v = 1, measured on 2, 3, 4, 5 and 8 ranks (the largest quoted),
 #: and the constant set, at least 2x above it:
 #:

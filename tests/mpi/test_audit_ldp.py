@@ -14,7 +14,10 @@ is the target's first sample, changed by l1 size 1 in xi and in phi between the 
   sensitivity halved;
 * the membership attack (canary sample in or out, Laplace likelihood-ratio score) stays
   within the pure-DP advantage bound on the correct build, and exceeds it with the noise
-  scaled by 0.1.
+  scaled by 0.1;
+* the digits task (``ldp-aggregative-digits``, the personalised problem) is audited too,
+  its canary a record in place of the target's first sample: the derived sensitivities
+  cover the record's shift, the nominal ones do not.
 
 The realised shifts at t = 1 are also computed here, independently, from the paper's
 equations (lines 4-9 of Algorithm 1 with lam^0 = 1 and kappa = 1).
@@ -28,7 +31,8 @@ import pytest
 from mpi_privopt.audit.runner import run_audit
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
-from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
+from mpi_privopt.methods.chen2025.audit import format_pure_report
+from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON, BlockBudget
 from mpi_privopt.privacy.mechanisms import LaplaceMechanism
 from mpi_privopt.methods.chen2025.problems.quadratic import QuadraticOptions, quadratic_parameters
 
@@ -43,8 +47,9 @@ def constants(values):
     return [f"algorithm.sensitivity_{b}={c}" for b, c in values.items()]
 
 
-def ldp_audit(comm, shared_dir, name, overrides, trials=8000, force=False):
-    cfg = load_config(EXPERIMENT, overrides)
+def ldp_audit(comm, shared_dir, name, overrides, trials=8000, force=False,
+              experiment=EXPERIMENT):
+    cfg = load_config(experiment, overrides)
     return comm.bcast(run_audit(cfg, target=0, trials=trials, force=force,
                                 out=f"{shared_dir}/{name}", comm=comm))
 
@@ -112,6 +117,13 @@ def test_the_nominal_accounting_under_books_and_the_audit_says_so(comm, shared_d
     assert report["bound"]["eps_lower"] > report["ledger_epsilon"]
     kinds = sorted(f.split(":")[0] for f in report["flags"])
     assert kinds == ["epsilon", "sensitivity"]
+    # its nominal epsilon is labelled wherever the audit shows it
+    assert report["epsilon_label"] == NOMINAL_EPSILON
+    assert next(f for f in report["flags"] if f.startswith("epsilon:")).endswith(
+        f"({NOMINAL_EPSILON})")
+    ledger_line = next(line for line in format_pure_report(report).splitlines()
+                       if "ledger epsilon" in line)
+    assert ledger_line.endswith(f"; {NOMINAL_EPSILON})")
 
 
 @pytest.mark.mpi(min_size=3)
@@ -144,6 +156,7 @@ def test_at_the_packaged_settings_the_derived_sensitivity_covers_the_shift(comm,
                        trials=16, force=True)
     assert 0 < report["worst_shift_ratio"] <= 1
     assert not any(f.startswith("sensitivity:") for f in report["flags"])
+    assert "epsilon_label" not in report  # a proven bound: no label
     assert report["worst_mismatch"] == 0.0
 
 
@@ -158,6 +171,23 @@ def laplace_scaled_down(monkeypatch):
 def sensitivity_halved(monkeypatch):
     sensitivity = BlockBudget.sensitivity
     monkeypatch.setattr(BlockBudget, "sensitivity", lambda self, t: 0.5 * sensitivity(self, t))
+
+
+@pytest.fixture
+def shift_formula_doubled(monkeypatch):
+    from mpi_privopt.methods.chen2025 import audit
+    formula = audit.shift_ratio
+    monkeypatch.setattr(audit, "shift_ratio", lambda *args, **kw: 2 * formula(*args, **kw))
+
+
+@pytest.mark.mpi(min_size=3)
+def test_the_shift_ratio_is_the_shared_formula(comm, shared_dir, shift_formula_doubled):
+    # the audit reads its white-box ratio through mpi_privopt/audit/shift.py (planted here:
+    # doubled), so it means what every other audit and the contract check mean by it
+    report = ldp_audit(comm, shared_dir, "ldp-shift-formula", SHORT + constants(COVERING))
+    for block, ratio in shift_ratios_at_t1(COVERING).items():
+        assert report["block_shift_ratio"][block] == pytest.approx(2 * ratio, rel=1e-9)
+    assert any(f.startswith("sensitivity:") for f in report["flags"])
 
 
 @pytest.mark.mpi(min_size=3)
@@ -183,14 +213,40 @@ def test_a_halved_booked_sensitivity_is_caught(comm, shared_dir, sensitivity_hal
 
 
 @pytest.mark.mpi(min_size=3)
-@pytest.mark.parametrize("experiment, overrides, words", [
-    ("ldp-aggregative-digits", ["run.iterations=1"], "aggregative-quadratic"),
-    (EXPERIMENT, SHORT + ["algorithm.sigma_y=0.0"], "in the clear"),
-])
-def test_what_the_ldp_audit_cannot_read_is_refused(comm, shared_dir, experiment, overrides,
-                                                   words):
-    cfg = load_config(experiment, overrides)
-    with pytest.raises(ConfigError, match=words):
+@pytest.mark.parametrize("accounting", ["derived", "nominal"])
+def test_the_digits_task_is_audited_with_a_record_in_place_of_the_first_sample(
+        comm, shared_dir, accounting):
+    # the personalised task's samples are records of the agent's local set: world +1 has
+    # the first sample replaced by its image inverted with the next label, worlds 0 and -1
+    # are the run (docs/privacy-audit.md, "The digits task")
+    report = ldp_audit(comm, shared_dir, f"ldp-digits-{accounting}",
+                       ["run.iterations=3", "run.eval_every=3",
+                        f"privacy.accounting={accounting}"], trials=16, force=True,
+                       experiment="ldp-aggregative-digits")
+    assert report["worst_mismatch"] == 0.0  # the midpoint shadow is the run
+    assert report["canary"]["time"] == 0 and "inverted" in report["canary"]["record"]
+    ratios = report["block_shift_ratio"]
+    assert ratios["y"] > 0 and ratios["x"] > 0  # the record moves the messages
+    if accounting == "derived":  # the proof's recursion covers the record's shift
+        assert 0 < report["worst_shift_ratio"] <= 1
+        assert not any(f.startswith("sensitivity:") for f in report["flags"])
+    else:  # the nominal C = 1 does not: the x block moves far beyond it
+        assert ratios["x"] > 2 and report["verdict"] == "FAIL"
+        assert report["epsilon_label"] == NOMINAL_EPSILON
+
+
+def test_an_audit_of_another_problem_is_refused_naming_those_it_can_read():
+    from types import SimpleNamespace
+    from mpi_privopt.methods.chen2025.audit import check_aggregative_audit
+    cfg = SimpleNamespace(problem=SimpleNamespace(name="my-aggregative-problem"))
+    with pytest.raises(ConfigError, match="'aggregative-quadratic' or 'personalised'"):
+        check_aggregative_audit(cfg)
+
+
+@pytest.mark.mpi(min_size=3)
+def test_a_block_in_the_clear_is_refused(comm, shared_dir):
+    cfg = load_config(EXPERIMENT, SHORT + ["algorithm.sigma_y=0.0"])
+    with pytest.raises(ConfigError, match="in the clear"):
         run_audit(cfg, target=0, trials=16, out=f"{shared_dir}/refused", comm=comm)
 
 

@@ -6,9 +6,9 @@ ranks of this job: one straight through; one in which rank 0 gets SIGTERM (the t
 of mpi_privopt/services/faults.py) during iteration k, so that every agent stops at the
 iteration they agree on and writes its checkpoint; and the resume of that one. The
 resumed run's ``models.npz`` and ``privacy.json`` must equal the straight run's byte for
-byte, and its metrics every column but the elapsed time. The resume loads every state
-through the checkpoint's allow-list (mpi_privopt/services/state_pickle.py), so a method
-whose state holds a class outside it fails here.
+byte, and its metrics every column but the elapsed time. Every state is written as JSON
+and arrays and read back without pickle (mpi_privopt/services/state_codec.py), so a method
+whose state holds anything a checkpoint may not hold fails here.
 
 Run under mpiexec, e.g. ``mpiexec -n 5 python -m pytest --with-mpi tests/mpi/test_checkpoint_every_method.py``.
 """
@@ -46,12 +46,14 @@ def root():
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _config(name: str):
+def _config(name: str, accounting: list[str] | None = None):
+    """The method's noisy contract case; ``accounting`` in place of its usual one."""
     case = case_for(name)
     overrides = case.noisy if case.noisy is not None else case.noiseless
-    return load_config(None, BASE + overrides + nominal_only(name) + [f"run.iterations={T}",
-                                                           "run.eval_every=1",
-                                                           "privacy.noise=fast"])
+    accounting = nominal_only(name) if accounting is None else accounting
+    return load_config(None, BASE + overrides + accounting + [f"run.iterations={T}",
+                                                              "run.eval_every=1",
+                                                              "privacy.noise=fast"])
 
 
 SAVEABLE = sorted(name for name, cls in ALGORITHMS.items() if not cls.no_checkpoint)
@@ -66,11 +68,23 @@ def test_only_the_token_method_cannot_be_checkpointed():
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("name", SAVEABLE)
 def test_signal_then_resume_equals_a_straight_run(root, name, monkeypatch):
+    _signal_then_resume(root / name, _config(name), monkeypatch)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("name", ["pdop-aggregative", "tvs-aggregative"])
+def test_the_frameworks_resume_under_the_derived_accounting_too(root, name, monkeypatch):
+    # their derived sensitivities keep the method's step schedule (once a closure, which
+    # no checkpoint could save)
+    _signal_then_resume(root / f"{name}-derived",
+                        _config(name, ["privacy.accounting=derived"]), monkeypatch)
+
+
+def _signal_then_resume(where: Path, cfg, monkeypatch) -> None:
     comm = MPI.COMM_WORLD
-    cfg = _config(name)
     # agree after every iteration (by default about every 20 ms: past the end of this run)
     monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", "0")
-    straight, stopped = root / name / "straight", root / name / "stopped"
+    straight, stopped = where / "straight", where / "stopped"
     run(cfg, out=str(straight), comm=comm, stream=None)
 
     monkeypatch.setattr(faults, "_FAULT", ("term", "iteration", 0, SIGNALLED_AT, ""))

@@ -3,7 +3,7 @@
 A run's end saves every rank's state whatever ``run.checkpoint_every`` says, but not a
 run with an ``on_setup`` hook (an attack, an audit, a test's spy: what the hook attached
 is not the run's own state, and a resume could not attach it again). A state that cannot
-be pickled on one rank is known to every rank: the results are written all the same and
+be saved on one rank is known to every rank: the results are written all the same and
 rank 0 says the run cannot be extended, instead of one rank raising alone while the
 others wait. (The ordered commit under a real launcher, with faults and signals:
 tests/e2e/test_end_of_run.py.)
@@ -42,7 +42,7 @@ def test_every_run_saves_its_final_state_but_a_hooked_one(comm, shared_dir, caps
 @pytest.mark.mpi(min_size=2)
 def test_a_state_that_cannot_be_saved_leaves_the_results_complete(comm, shared_dir, capsys,
                                                                    monkeypatch):
-    # only the last rank's state cannot be pickled: every rank must still end the run
+    # only the last rank's state cannot be saved: every rank must still end the run
     if comm.Get_rank() == comm.Get_size() - 1:
         def unpicklable(ctx, state):
             raise ConfigError("'dgd' cannot be checkpointed: its state holds a lock")

@@ -158,34 +158,91 @@ def test_good_input_passes_on_every_task_and_task_0_prints_the_notes(cache):
 
 
 def test_the_gate_is_passed_at_once_without_task_0_on_the_host(cache):
-    check_verdict.wait_at_gate(_key())  # no task0 marker: another node, or no cache
-    assert not list(cache.glob("*.ready"))
+    check_verdict.wait_at_gate(_key())  # no gate: another node, or no cache
+    assert not list(cache.glob("*.gate"))
 
 
-def test_the_gate_holds_the_others_until_task_0_opens_it(cache, monkeypatch):
+def _gate_holder(cache, key: str) -> subprocess.Popen:
+    """A task 0 in another process that announces itself, says so, then waits for stdin."""
+    code = ("import sys\n"
+            "from mpi_privopt import check_verdict\n"
+            f"check_verdict.announce_task_0({key!r})\n"
+            "print('closed', flush=True)\n"
+            "if sys.stdin.readline() == 'open\\n':\n"
+            f"    check_verdict.open_gate({key!r})\n"
+            "    print('opened', flush=True)\n"
+            "    sys.stdin.readline()\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], text=True,
+                              env=child_env({graph_cache.CACHE_ENV: str(cache.parent)}),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert holder.stdout.readline() == "closed\n"
+    return holder
+
+
+def _waiter(cache, key: str) -> subprocess.Popen:
+    code = ("import time\n"
+            "from mpi_privopt import check_verdict\n"
+            f"check_verdict.wait_at_gate({key!r})\n"
+            "print('passed', time.process_time(), flush=True)\n")
+    return subprocess.Popen([sys.executable, "-c", code], text=True,
+                            env=child_env({graph_cache.CACHE_ENV: str(cache.parent)}),
+                            stdout=subprocess.PIPE)
+
+
+def test_the_gate_holds_the_others_asleep_until_task_0_opens_it(cache, monkeypatch):
     import threading
+    import time
     key = _key()
     cache.mkdir(parents=True, mode=0o700)
-    check_verdict.announce_task_0(key)
-    opened = threading.Timer(0.2, check_verdict.open_gate, [key])
-    opened.start()
-    check_verdict.wait_at_gate(key)
-    assert (cache / f"{key}.ready").exists()  # returned because task 0 opened it
-    opened.join()
+    holder = _gate_holder(cache, key)
+    asked = threading.Event()
+
+    def open_it():
+        asked.set()
+        holder.stdin.write("open\n")
+        holder.stdin.flush()
+
+    def no_polling(seconds):
+        raise AssertionError("the gate polls: it should sleep on the lock")
+    try:
+        opener = threading.Timer(0.5, open_it)
+        opener.start()
+        with monkeypatch.context() as patched:  # (only the wait: Popen.wait sleeps)
+            patched.setattr(time, "sleep", no_polling)
+            check_verdict.wait_at_gate(key)
+        assert asked.is_set()  # returned only once task 0 was told to open it
+        assert holder.stdout.readline() == "opened\n"
+        opener.join()
+    finally:
+        holder.communicate("\n", timeout=TIME_LIMIT)
+
+
+def test_a_task_0_that_dies_lets_the_others_go(cache):
+    key = _key()
+    cache.mkdir(parents=True, mode=0o700)
+    holder = _gate_holder(cache, key)
+    waiter = _waiter(cache, key)
+    holder.kill()  # the kernel lets go of a dead task's lock
+    holder.communicate(timeout=TIME_LIMIT)
+    out, _ = waiter.communicate(timeout=TIME_LIMIT)
+    assert out.split()[0] == "passed"
 
 
 def test_a_gate_never_opened_is_left_after_the_longest_wait(cache, monkeypatch):
     key = _key()
     cache.mkdir(parents=True, mode=0o700)
-    check_verdict.announce_task_0(key)
-    monkeypatch.setattr(check_verdict, "GATE_WAIT_SECONDS", 0.05)
-    check_verdict.wait_at_gate(key)  # returns: a task 0 that died never hangs the others
-    assert not (cache / f"{key}.ready").exists()
+    holder = _gate_holder(cache, key)  # alive, and never opens it
+    try:
+        monkeypatch.setattr(check_verdict, "GATE_WAIT_SECONDS", 0.05)
+        check_verdict.wait_at_gate(key)  # returns: a stuck task 0 never hangs the others
+        assert holder.poll() is None
+    finally:
+        holder.communicate("\n", timeout=TIME_LIMIT)
 
 
 def test_task_0_preloads_and_the_others_start_after_it(cache):
     # four tasks of one job, as the command line runs them before MPI: the workers leave
-    # the gate only once task 0 has loaded scipy (the ready mark is written after)
+    # the gate only once task 0 has loaded scipy (it lets go of the gate after)
     code = ("import os, sys, time\n"
             "from mpi_privopt import prelaunch\n"
             "prelaunch.validate_before_mpi('default', [])\n"
@@ -201,6 +258,5 @@ def test_task_0_preloads_and_the_others_start_after_it(cache):
     lines = [out.split() for out, _ in results]
     assert [loaded for _, loaded in lines] == ["True", "False", "False", "False"]
     assert "dp_accounting.gaussian_mechanism" in json.loads(next(cache.glob("*.json")).read_text())["preload"]
-    (ready,) = cache.glob("*.ready")
-    (task0,) = cache.glob("*.task0")
-    assert ready.stem == task0.stem  # the job's own key
+    (gate,) = cache.glob("*.gate")  # one gate, the job's own
+    assert json.loads(next(cache.glob("*.json")).read_text())["key"] == gate.stem

@@ -1,13 +1,9 @@
 """A checkpoint that cannot lie, without MPI: every file is checked before a byte of it is
-used, the state is loaded through an allow-list, and a damaged latest checkpoint falls back
-to the previous one, with a warning (the runs under mpiexec: tests/e2e/
-test_checkpoint_integrity.py)."""
+used, the state is JSON and arrays (tests/unit/test_state_codec.py), and a damaged latest
+checkpoint falls back to the previous one, with a warning (the runs under mpiexec:
+tests/e2e/test_checkpoint_integrity.py)."""
 from __future__ import annotations
 
-import collections
-import functools
-import io
-import os
 import pickle
 
 import numpy as np
@@ -16,7 +12,8 @@ import pytest
 from mpi_privopt.config import load_config
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.prelaunch import build_graph
-from mpi_privopt.services import checkpoint_choice, checkpoint_files, resume, state_pickle
+from mpi_privopt.services import checkpoint_choice, checkpoint_files, resume
+from mpi_privopt.services.state_codec import encode_state
 from mpi_privopt.services.checkpoint_format import (CheckpointDamaged, decode_pointer,
                                                     decode_rank_file, encode_pointer,
                                                     encode_rank_file)
@@ -36,7 +33,8 @@ def test_a_rank_file_gives_its_payload_back_only_when_it_checks(tmp_path):
 
 def test_every_single_bit_flip_of_a_rank_file_is_found(tmp_path):
     # all of them, in the first line, the header and the payload: none reaches the payload
-    data, digest = _file(pickle.dumps({"meta": {"iteration": 8}, "state": b"\x00" * 40}))
+    data, digest = _file(checkpoint_files.encode_record({"iteration": 8},
+                                                        encode_state({"x": [1.5]}, {})))
     for bit in range(8 * len(data)):
         flipped = bytearray(data)
         flipped[bit // 8] ^= 1 << (bit % 8)
@@ -113,7 +111,7 @@ def _checkpoint(run_dir, iteration: int, noise: str = "fast", run: str = "abc") 
     """One rank's checkpoint of ``iteration`` (a metadata-only record) and its pointer."""
     folder = checkpoint_files.checkpoint_dir(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    record = checkpoint_files.pickle_record({"iteration": iteration}, b"")
+    record = checkpoint_files.encode_record({"iteration": iteration}, encode_state({}, {}))
     data, digest = encode_rank_file({"run": run, "rank": 0, "iteration": iteration,
                                      "ranks": 1}, record)
     checkpoint_files.state_path(run_dir, 0, iteration).write_bytes(data)
@@ -208,8 +206,13 @@ def test_when_neither_checkpoint_checks_it_is_one_message_naming_the_latest(tmp_
 def test_report_reads_the_newest_checkpoint_that_checks(tmp_path):
     _two_checkpoints(tmp_path)
     assert checkpoint_files.saved_ledgers(tmp_path)[0]["iteration"] == 8
+    assert checkpoint_files.saved_ledgers(tmp_path)[2] is None
     _flip(checkpoint_files.state_path(tmp_path, 0, 8))
     assert checkpoint_files.saved_ledgers(tmp_path)[0]["iteration"] == 4
+    # ... and says so (report prints it under the checkpoint it shows)
+    assert checkpoint_files.saved_ledgers(tmp_path)[2] == (
+        "the latest checkpoint (iteration 8) is damaged: showing the previous one, "
+        "iteration 4")
     _flip(checkpoint_files.state_path(tmp_path, 0, 4))
     assert checkpoint_files.saved_ledgers(tmp_path) is None
 
@@ -222,8 +225,9 @@ def test_report_still_reads_a_checkpoint_of_format_1(tmp_path):
     checkpoint_files.state_path(tmp_path, 0, 3).write_bytes(
         pickle.dumps({"meta": {"iteration": 3}, "state": b""}))
     assert checkpoint_files.saved_ledgers(tmp_path) == (
-        {"format": 1, "iteration": 3, "ranks": 1}, [{"iteration": 3}])
-    with pytest.raises(CheckpointDamaged, match="has format 1, this version reads format 2"):
+        {"format": 1, "iteration": 3, "ranks": 1}, [{"iteration": 3}], None)
+    with pytest.raises(CheckpointDamaged, match="has format 1, this version reads format "
+                                               f"{checkpoint_files.FORMAT}"):
         checkpoint_choice.usable_pointer(tmp_path)
 
 
@@ -252,79 +256,19 @@ def test_an_edited_edge_list_in_the_run_directory_is_refused(tmp_path):
     assert resume.check_resume_input(tmp_path, longer, graph, 4)["iteration"] == 5
 
 
-# -- the state's allow-list -------------------------------------------------------------------
-
-class _Holder:
-    """A package-like state object (this test module is trusted below)."""
-
-    def __init__(self):
-        self.values = np.arange(6.0).reshape(2, 3)
-        self.rng = np.random.default_rng(7)
-        self.part = slice(1, 3)
-        self.scalar = np.float64(2.5)
-        self.more = collections.deque([1, 2]), {3, 4}, frozenset({5}), complex(1, 2)
-        self.callback = self.double
-
-    def double(self, x):
-        return 2 * x
-
-
-TRUSTED = ("mpi_privopt", __name__)
-
-
-def test_the_state_round_trips_through_the_allow_list():
-    holder = _Holder()
-    holder.rng.standard_normal(3)
-    saved = state_pickle.pickle_state({"h": holder, "ext": os.sep}, {}, TRUSTED)
-    back = state_pickle.unpickle_state(saved, {}, TRUSTED)["h"]
-    assert np.array_equal(back.values, holder.values) and back.part == holder.part
-    assert back.rng.standard_normal(4).tolist() == holder.rng.standard_normal(4).tolist()
-    assert back.callback(3) == 6 and back.callback.__self__ is back
-    assert back.more == holder.more and back.scalar == holder.scalar
-
-
-def _raw(source: bytes) -> bytes:
-    """A hand-made pickle (protocol 0 opcodes)."""
-    return source
-
-
-@pytest.mark.parametrize("crafted, refused", [
-    (_raw(b"cposix\nsystem\n(S'true'\ntR."), "posix.system"),
-    (_raw(b"cbuiltins\neval\n(S'1'\ntR."), "builtins.eval"),
-    (_raw(b"cmpi_privopt.cli\nmain\n(tR."), "mpi_privopt.cli.main"),
-    # importing a __main__ runs its command: never imported
-    (_raw(b"cmpi_privopt.methods.gade2017.reproduce.__main__\nmain\n."), "__main__.main"),
-    # a package class may be made, but not called (its __init__ could act)
-    (_raw(b"cmpi_privopt.results\nRunDirectory\n(S'/tmp/x'\ntR."), "calls RunDirectory"),
-    (_raw(b"(S'/tmp/x'\nimpi_privopt.results\nRunDirectory\n."), "opcode that calls"),
-    (_raw(b"cbuiltins\ngetattr\n(cmpi_privopt.results\nRunDirectory\nS'__init__'\ntR."),
-     "a method '__init__'"),
-    (_raw(b"P0\n."), "unknown object"),
-    # numpy's Generator constructor calls its second argument: a package method here
-    (_raw(b"cnumpy.random._pickle\n__generator_ctor\n(S'x'\ncbuiltins\ngetattr\n"
-          b"(cmpi_privopt.results\nRunDirectory\n)\x81S'write_graph'\ntRtR."),
-     "passes a callable"),
-    # an object's class changed while its attributes are put back
-    (_raw(b"cmpi_privopt.results\nRunDirectory\n)\x81(dS'__class__'\nS'x'\nsb."),
-     "__dunder__ attribute"),
-])
-def test_a_crafted_state_runs_nothing(crafted, refused):
-    with pytest.raises(pickle.UnpicklingError, match=refused):
-        state_pickle.unpickle_state(crafted, {"known": 1})
-
-
-@pytest.mark.parametrize("held", [functools.partial(print, 1), os.getcwd, np.add,
-                                  ConfigError("x")])
-def test_saving_refuses_what_loading_would(held):
-    # told at the first checkpoint, never at the resume
-    with pytest.raises(pickle.PicklingError):
-        state_pickle.pickle_state({"x": held}, {})
-
-
-def test_only_the_configs_own_modules_are_trusted():
-    cfg = load_config("dgd-ridge", [])
-    assert state_pickle.trusted_modules(cfg) == ("mpi_privopt",)
-    buffer = io.BytesIO()
-    pickle.dump(_Holder(), buffer)
-    with pytest.raises(pickle.UnpicklingError, match=f"{__name__}._Holder"):
-        state_pickle.unpickle_state(buffer.getvalue(), {})
+def test_a_pickled_checkpoint_of_format_2_is_one_message_with_its_fix(tmp_path):
+    # written by the versions that pickled the state: never loaded, whatever it holds
+    folder = checkpoint_files.checkpoint_dir(tmp_path)
+    folder.mkdir()
+    checkpoint_files.write_pointer(folder / "latest.json", {"format": 2, "iteration": 3,
+                                                            "ranks": 1})
+    with pytest.raises(CheckpointDamaged, match="has format 2, this version reads format 3 "
+                                               r"\(format 2 and older saved the state as a "
+                                               "pickle") as refused:
+        checkpoint_choice.usable_pointer(tmp_path)
+    assert refused.value.fix.startswith("start the run again, or resume it with the "
+                                        "mpi_privopt version that wrote it")
+    body = b'{"run":"abc"}\n' + pickle.dumps({"meta": {}, "state": b""})
+    old = b"mpi_privopt-checkpoint 2 %d %s\n" % (len(body), b"0" * 64) + body
+    with pytest.raises(CheckpointDamaged, match="has format 2, this version reads format 3"):
+        decode_rank_file(tmp_path / "f", old, WHO)

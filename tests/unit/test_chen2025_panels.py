@@ -7,6 +7,7 @@ import pytest
 from mpi_privopt.config import config_from_dict
 from mpi_privopt.methods.chen2025.ldp_budget import BlockBudget
 from mpi_privopt.methods.chen2025.reproduce import panels, settings
+from mpi_privopt.methods.chen2025.reproduce.run_plan import plan
 
 
 def _params(method, dataset="digits"):
@@ -68,11 +69,15 @@ def test_colour_digits_settings_scale_the_noise():
 
 
 def test_plan_has_every_curve_once_per_seed():
-    runs = settings.plan("digits", 2, 30, 10)
-    assert len(runs) == 2 * (len(settings.METHODS) + len(settings.DELTAS) + 5)
+    from mpi_privopt.methods.chen2025.reproduce.matched import MATCHED
+
+    runs = plan("digits", 2, 30, 10)
+    per_seed = len(settings.METHODS) + len(MATCHED) + len(settings.DELTAS) + 5
+    assert len(runs) == 2 * per_seed
     assert len({r.key for r in runs}) == len(runs)
     assert sum(r.diagnostics for r in runs) == 2
-    for r in runs[:16]:
+    assert [r.curve for r in runs if r.panel == "m"] == [*MATCHED, *MATCHED]
+    for r in runs[:per_seed]:
         config_from_dict(r.settings)   # every run's configuration is valid
 
 

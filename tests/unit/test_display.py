@@ -23,7 +23,7 @@ def test_a_number_has_four_significant_digits(value, shown):
     (21034.44827292746, "2.104e+04"), (0.00242274, "0.002423"), (9.9995, "10"),
     (10.0, "10"), (0.1, "0.1"),          # a value with few digits is not bumped
     (1.0000000000000002, "1.001"),       # above 1, however little: shown above 1
-    (math.inf, "inf"),
+    (math.inf, "unbounded"),            # no DP guarantee: never "inf", never 0
 ])
 def test_a_privacy_loss_is_rounded_up(value, shown):
     assert display.loss(value) == shown
@@ -60,6 +60,10 @@ def test_report_values_round_losses_up_by_their_key():
     assert display.value(list(range(20)), "count") == "0 to 19 (20 values)"
     assert display.value(None) == "none" and display.value("text") == "text"
     assert display.value({"epsilon": 1.23456, "seeds": 3}) == "epsilon = 1.235, seeds = 3"
+    # an unbounded loss says so wherever a report shows one, a measured inf stays inf
+    assert display.value(math.inf, "epsilon_T") == "unbounded"
+    assert display.value([1.5, math.inf], "epsilon_T") == "1.5, unbounded"
+    assert display.value(math.inf, "count") == "inf" and display.loss(-math.inf) == "-inf"
 
 
 @pytest.mark.parametrize("seconds, shown", [

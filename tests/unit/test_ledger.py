@@ -113,6 +113,15 @@ def test_budget_guard_refuses_the_release_that_would_exceed():
     with pytest.raises(PrivacyBudgetExceeded):
         ledger.admit([(Release.nonprivate(np.zeros(1)), [1])], "x")
     ledger.admit([(Release.public(np.zeros(1)), [1])], "x")   # free
+    assert "epsilon_label" not in ledger.to_dict()  # a proven bound: no label
+    # a method whose epsilons are not a proven bound: its label beside them, and in the
+    # snapshot a stopped agent's record and a checkpoint keep
+    ledger.epsilon_label = "nominal (C = 1): not a privacy guarantee"
+    with pytest.raises(PrivacyBudgetExceeded) as info:
+        ledger.admit([(gaussian(1.0, sigma), [1, 2])], "w")
+    assert (f"at delta 1e-05 ({ledger.epsilon_label}), over its budget privacy.epsilon = 1;"
+            in str(info.value))
+    assert ledger.to_dict()["epsilon_label"] == ledger.epsilon_label
 
 
 def test_budget_guard_judges_mixed_releases_by_the_tight_conversion():

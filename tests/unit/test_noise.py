@@ -128,12 +128,14 @@ def test_secure_draws_lie_on_the_lattice(secure, law):
 
 
 def test_secure_source_survives_a_checkpoint(secure):
-    # a run's final state pickles its noise source: the sampler module is not saved but
-    # imported again, and the restored source draws on the same lattice
-    import pickle
-    record = pickle.dumps(secure)
-    assert b"exact_sampling" not in record
-    restored = pickle.loads(record)
+    # a run's final state saves its noise source (services/state_codec.py): the sampler
+    # module is not saved but imported again, and the restored source draws on the same
+    # lattice
+    import json
+    from mpi_privopt.services.state_codec import decode_state, encode_state
+    tree, arrays = encode_state({"noise": secure}, {})
+    assert "exact_sampling" not in json.dumps(tree)
+    restored = decode_state(tree, arrays, {})["noise"]
     assert restored.granularity == secure.granularity
     x = restored.gaussian(1.0, 1000)
     g = restored.granularity

@@ -51,9 +51,19 @@ def test_the_line_says_iteration_elapsed_remaining_and_epsilon():
         progress.rate.add(now, done)
     line = progress.line(50, 7.3124)
     assert line.startswith("iter  50/200  elapsed ")
-    assert "remaining ~18.0 s" in line and "epsilon 7.313 (worst link)"  # rounded up in line
+    assert "remaining ~18.0 s" in line and "epsilon 7.313 (worst link)" in line  # rounded up
     assert "remaining" not in progress.line(200)  # done: nothing remains
     assert "remaining" not in Progress(200).line(50)  # no rate yet: no guess
+
+
+def test_the_epsilon_says_unbounded_or_carries_the_methods_label():
+    # a non-private run: unbounded, never inf; a nominal accounting: its label beside it
+    assert Progress(10).line(5, float("inf")).endswith("epsilon unbounded (worst link)")
+    label = "nominal (C = 1): not a privacy guarantee"
+    assert Progress(10, epsilon_label=label).line(5, 601.11).endswith(
+        f"epsilon 601.2 (worst link; {label})")
+    assert progress_line("on", 10, stream=io.StringIO(), epsilon_label=label).epsilon_label \
+        == label
 
 
 def test_no_estimate_until_a_few_steps_after_the_first_then_the_true_rate():

@@ -118,5 +118,5 @@ def test_unbounded_links_are_crossed_without_a_meaningless_colour_bar():
     run["epsilon"] = np.where(np.isnan(run["epsilon"]), np.nan, np.inf)
     fig = report_figure(run)
     assert len(fig.axes[2].collections) == 1  # the red crosses
-    assert fig.axes[2].get_legend().get_texts()[0].get_text() == "inf (not private)"
+    assert fig.axes[2].get_legend().get_texts()[0].get_text() == "unbounded (not private)"
     assert len(_bars(fig)) == 0

@@ -50,3 +50,12 @@ def test_the_png_titles_the_privacy_panel_with_the_runs_headline_measure():
     assert "1.09e+03" in [t.get_text() for t in pure.texts]
     gaussian = report_figure(_run(1e-5, best=8.5552, pure=None)).axes[2].get_title()
     assert gaussian.startswith("privacy loss per link (epsilon at delta 1e-05)")
+
+
+def test_a_non_private_run_shows_unbounded_never_inf():
+    text = text_report(_run(1e-5, best=float("inf"), pure=None))
+    assert "worst unbounded" in text
+    cells = [line for line in text.splitlines()[1:] if line.lstrip()[:1].isdigit()]
+    assert any("unbounded" in line for line in cells)
+    assert "unboundedunbounded" not in text  # the columns widen: cells never touch
+    assert "inf" not in text.replace("unbounded", "")

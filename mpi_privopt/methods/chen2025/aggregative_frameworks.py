@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from .ldp_budget import (BLOCKS, GeometricBlock, SampledBlock, accounting_fields,
-                                  fresh_batch)
+                         fresh_batch, report_epsilon_label)
 from .aggregative_parts import RobustTracking, planned_framework_events
 from .derived import (DERIVED, DerivedScheduleBlock, DerivedSensitivities, accounting_of,
                       check_derived, enforce_bounds)
@@ -98,27 +98,37 @@ def _check_rate_z(name: str, cfg) -> None:
                           'set algorithm.rate_z <= 1, or privacy.accounting = "nominal"')
 
 
-def _pdop_steps(params):
-    """PDOP's steps for the recursion: lam_v^t = lam_v0 q_v^t."""
-    def steps(T: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class PDOPSteps:
+    """PDOP's steps for the recursion: lam_v^t = lam_v0 q_v^t. (A class, not a closure:
+    the derived sensitivities keep it, and a checkpoint saves them.)"""
+
+    params: "PDOPParams"
+
+    def __call__(self, T: int) -> dict:
         t = np.arange(float(T))
+        params = self.params
         return {"lam": {b: getattr(params, f"lam_{b}0") * getattr(params, f"rate_{b}") ** t
                         for b in "xyz"}}
-    return steps
 
 
-def _tvs_steps(params, self_weight: float):
+@dataclasses.dataclass(frozen=True)
+class TVSSteps:
     """[51]'s for the recursion: polynomial steps, the own state's weight
     1 - beta^t |w_ii| and the fresh batch gamma_t as the averages' count."""
-    def steps(T: int) -> dict:
+
+    params: "TVSParams"
+    self_weight: float
+
+    def __call__(self, T: int) -> dict:
+        params = self.params
         t1 = np.arange(1.0, T + 1.0)
         beta = params.beta0 * t1 ** (-params.v_beta)
         return {"lam": {b: getattr(params, f"lam_{b}0") * t1 ** (-getattr(params, f"v_{b}"))
                         for b in "xyz"},
-                "self_weight": 1.0 - beta * (1.0 - self_weight),
+                "self_weight": 1.0 - beta * (1.0 - self.self_weight),
                 "count": np.array([fresh_batch(t, params.batch_exponent) for t in range(T)],
                                   dtype=float)}
-    return steps
 
 
 def _framework_setup(algorithm, agent, params, steps) -> None:
@@ -200,6 +210,7 @@ class PDOPAggregative(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = PDOPParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "rate_x", "rate_y", "rate_z", "noise_rate",
                 "box", "clip_z", "samples")
@@ -217,7 +228,7 @@ class PDOPAggregative(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        _framework_setup(self, agent, params, lambda self_weight: _pdop_steps(params))
+        _framework_setup(self, agent, params, lambda self_weight: PDOPSteps(params))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1
@@ -271,6 +282,7 @@ class TVSAggregative(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = TVSParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "beta0", "box", "clip_z")
     non_negative = {"batch_exponent": "gamma_t = ceil((t+1)^batch_exponent)", **NOISE_KEYS}
@@ -287,8 +299,8 @@ class TVSAggregative(Algorithm):
     def __init__(self, agent, params) -> None:
         super().__init__(agent, params)
         self.core = RobustTracking(agent, params.constant_weight, params.box, self.name)
-        _framework_setup(self, agent, params, lambda self_weight: _tvs_steps(params,
-                                                                              self_weight))
+        _framework_setup(self, agent, params, lambda self_weight: TVSSteps(params,
+                                                                            self_weight))
 
     def step(self, n: int) -> None:
         p, t = self.params, n - 1

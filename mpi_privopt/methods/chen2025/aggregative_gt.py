@@ -36,7 +36,7 @@ import dataclasses
 
 import numpy as np
 
-from .ldp_budget import BlockBudget, accounting_fields
+from .ldp_budget import BlockBudget, accounting_fields, report_epsilon_label
 from .derived import refuse_derived
 from ...privacy.mechanisms import LaplaceMechanism
 from ...privacy.events import PrivacyEvent
@@ -201,6 +201,7 @@ class AggregativeGT(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = GTParams
     positive = ("alpha0", "box", "samples", "delta")
     non_negative = {"v_alpha": "alpha_t = alpha0 (t+1)^-v_alpha"}

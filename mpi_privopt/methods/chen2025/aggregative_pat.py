@@ -30,6 +30,7 @@ from .aggregative_gt import (NO_DERIVED_TRACKERS, TrackerKeys, TrackerPair,
                              planned_tracker_events, tracker_block_budgets,
                              tracking_direction, tracking_report)
 from .aggregative_parts import project_box
+from .ldp_budget import report_epsilon_label
 from ..contract import Algorithm
 from .ldp_aggregative import PRESETS
 
@@ -57,6 +58,7 @@ class AggregativePAT(Algorithm):
     private = True
     problem_kind = "aggregative"
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = PATParams
     positive = ("alpha", "box", "samples", "delta")
     choices = {"preset": PRESETS}

@@ -36,8 +36,18 @@ and the observer's score is the Laplace log-likelihood ratio of "in" against "ou
 over blocks and messages. Its advantage bound is the pure-DP one at the link's epsilon,
 ``(e^eps - 1)/(e^eps + 1)`` (:func:`~.stats.eps_advantage_bound` at delta = 0).
 
-Only the ``aggregative-quadratic`` problem is audited: its history is two running sums, so a
-canary world is the run's problem with the canary added to the sums.
+Two problems are audited, each with the canary its sample history can hold:
+
+* ``aggregative-quadratic``: its history is two running sums, so a canary world is the
+  run's problem with ``s/2`` of the change added to the sums (above);
+* ``personalised`` (the digits task, ``ldp-aggregative-digits``): its samples are records
+  of the agent's finite local set, kept as count weights over the distinct points drawn
+  (:class:`~mpi_privopt.problems.aggregative.sample_history.SampleHistory`). A record has
+  no midpoint, so the replace-one pair is the run's own first sample (worlds ``s = -1``
+  and ``s = 0``: the run) against a canary record in its place (world ``s = +1``): the
+  same image with every pixel inverted (``1 - a``, still in [0, 1], the record domain)
+  and the next label. World +1's history is the run's with that one record replaced
+  (:class:`RecordCanary`).
 """
 from __future__ import annotations
 
@@ -53,6 +63,7 @@ from .ldp_budget import BLOCKS
 from ...audit import stats
 from ...audit.harness import MembershipTrials, audit_noise, trial_copy
 from ...audit.method_audit import AuditRun, MethodAudit
+from ...audit.shift import shift_ratio
 from ...audit.verdict import PASS, decide, format_verdict
 
 __all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeAudit", "AggregativeTrials",
@@ -61,8 +72,9 @@ __all__ = ["CANARY_SIZE", "CANARY_TIME", "AggregativeAudit", "AggregativeTrials"
 
 #: the method audited here
 METHOD = "ldp-aggregative"
-#: the problem whose history the canary can be written into
-PROBLEM = "aggregative-quadratic"
+#: the problems whose history the canary can be written into (module docstring)
+PROBLEMS = ("aggregative-quadratic", "personalised")
+PROBLEM = PROBLEMS[0]
 #: the time index of the canary sample (Definition 1's k): the first, so it stays in every
 #: later history average
 CANARY_TIME = 0
@@ -76,11 +88,11 @@ SHIFT_TOLERANCE = 1e-9
 
 def check_aggregative_audit(cfg) -> None:
     """Refuse an ldp-aggregative run the audit cannot read (one message)."""
-    if cfg.problem.name != PROBLEM:
+    if cfg.problem.name not in PROBLEMS:
         raise ConfigError(f"the audit of {METHOD} writes its canary into the sample history "
-                          f"of {PROBLEM!r}, not {cfg.problem.name!r}",
+                          f"of {' or '.join(map(repr, PROBLEMS))}, not {cfg.problem.name!r}",
                           f'set [problem] name = "{PROBLEM}" (e.g. the packaged experiment '
-                          "ldp-aggregative-quadratic)")
+                          "ldp-aggregative-quadratic, or ldp-aggregative-digits)")
     params = cfg.algorithm.params
     sigmas = [getattr(params, f"sigma_{b}") for b in BLOCKS]
     flat = [float(v) for s in sigmas if s is not None
@@ -109,6 +121,59 @@ def _with_canary(problem, sign: float, change: tuple[np.ndarray, np.ndarray]):
     return world
 
 
+class _CanaryHistory:
+    """A :class:`~mpi_privopt.problems.aggregative.sample_history.SampleHistory` with one
+    drawn record replaced: the record of ``point`` counts once less, ``record`` once (a
+    row of its own, last); the rest is the history's, read as it is now."""
+
+    def __init__(self, history, point: int, record: tuple[np.ndarray, ...]) -> None:
+        self._history, self._point, self._record = history, point, record
+
+    @property
+    def version(self):
+        return ("canary", self._history.version)
+
+    @property
+    def rows(self) -> tuple[np.ndarray, ...]:
+        return tuple(np.concatenate([rows, one[None]])
+                     for rows, one in zip(self._history.rows, self._record))
+
+    @property
+    def weights(self) -> np.ndarray:
+        history = self._history
+        counts = history.counts[history.points].astype(float)
+        counts[history.points == self._point] -= 1.0
+        return np.append(counts, 1.0) / float(history.total)
+
+
+class RecordCanary:
+    """The canary of a problem whose samples are records of a finite local set (the
+    personalised task, module docstring): the target's first sample (time 0) replaced in
+    world +1 by the same image inverted (``1 - a``) with the next label."""
+
+    def __init__(self) -> None:
+        self.point: int | None = None
+        self.record: tuple[np.ndarray, np.ndarray] | None = None
+
+    def world(self, problem, sign: float):
+        """The problem of world ``sign`` (> 0: the canary in place of the first sample)."""
+        if sign <= 0:
+            return problem  # the run's own records
+        history = problem.history
+        if self.point is None:  # the first sample drawn: first in first-seen order
+            self.point = int(history.points[0])
+            image, label = (rows[0] for rows in history.rows)
+            self.record = (1.0 - image, (label + 1) % problem.data.classes)
+        world = copy.copy(problem)
+        world.history = _CanaryHistory(history, self.point, self.record)
+        world._history_losses = type(problem._history_losses)()  # its own cache
+        return world
+
+    def describe(self) -> dict:
+        return {"time": CANARY_TIME, "point": self.point,
+                "record": "the first sample's image inverted (1 - a), its label + 1"}
+
+
 class AggregativeTrials:
     """The white-box trials of an ldp-aggregative target (module docstring).
 
@@ -134,6 +199,8 @@ class AggregativeTrials:
             self._membership_mechanism = trial_copy(algorithm.core.mechanism, membership_noise)
         self.core = algorithm.core
         self.change = canary_change(agent.problem)
+        #: the personalised task's canary (a record in place of the first sample)
+        self.record = RecordCanary() if hasattr(agent.problem, "history") else None
         self.statistic = np.zeros(positive.size)
         self._mechanism = copy.copy(self.core.mechanism)
         self._mechanism.noise = noise
@@ -171,7 +238,8 @@ class AggregativeTrials:
             shadow = copy.copy(core)
             shadow._tracker_listeners = []  # the diagnostics hook is the run's
             sign = s if self._t >= CANARY_TIME else 0.0
-            shadow.problem = _with_canary(core.problem, sign, self.change)
+            shadow.problem = (self.record.world(core.problem, sign) if self.record else
+                              _with_canary(core.problem, sign, self.change))
             shadow.X, shadow.y, shadow.z = self._shadows[s]
             RobustTracking.update(shadow, lam, beta)
             self._shadows[s] = (shadow.X, shadow.y, shadow.z)
@@ -198,13 +266,11 @@ class AggregativeTrials:
             l1 = float(np.abs(shift).sum())
             self.booked_epsilon += event.sensitivity / event.scale
             self.shift_epsilon += l1 / event.scale
-            if event.sensitivity > 0:
-                ratio = l1 / event.sensitivity
+            # the one formula of every audit (inf: a shift where nothing was booked)
+            ratio = shift_ratio(plus[block], minus[block], event.sensitivity, order=1)
+            if event.sensitivity > 0 or ratio > 0:
                 self.shift_ratios.append((int(t), block, ratio))
                 self.worst_shift_ratio = max(self.worst_shift_ratio, ratio)
-            elif l1 > 0:  # a shift where nothing was booked
-                self.shift_ratios.append((int(t), block, math.inf))
-                self.worst_shift_ratio = math.inf
             if self.membership is not None:
                 self._membership_release(t, budget, mid[block], plus[block])
         self.releases += 1
@@ -225,11 +291,14 @@ class AggregativeTrials:
                 "booked_epsilon": self.booked_epsilon, "shift_epsilon": self.shift_epsilon,
                 "worst_shift_ratio": self.worst_shift_ratio, "block_shift_ratio": ratios,
                 "worst_mismatch": self.worst_mismatch, "releases": self.releases,
-                "canary": {"time": CANARY_TIME, "size_l1": CANARY_SIZE,
-                           "change_xi": self.change[0].tolist(),
-                           "change_phi": self.change[1].tolist()},
+                "canary": (self.record.describe() if self.record else
+                           {"time": CANARY_TIME, "size_l1": CANARY_SIZE,
+                            "change_xi": self.change[0].tolist(),
+                            "change_phi": self.change[1].tolist()}),
                 "membership": (self.membership.to_dict() if self.membership is not None
-                               else None)}
+                               else None),
+                # the nominal accounting's label, shown beside the ledger's epsilon
+                "epsilon_label": self.algorithm.epsilon_label}
 
 
 def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confidence: float,
@@ -242,7 +311,8 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
     flags = []
     if bound["eps_lower"] > ledger_eps:
         flags.append(f"epsilon: lower bound {display.lower_bound(bound['eps_lower'])} > "
-                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}")
+                     f"ledger epsilon {display.loss(ledger_eps)} on link {target}->{receiver}"
+                     + (f" ({h['epsilon_label']})" if h.get("epsilon_label") else ""))
     if h["worst_shift_ratio"] > 1.0 + SHIFT_TOLERANCE:
         worst = max(h["block_shift_ratio"], key=h["block_shift_ratio"].get)
         flags.append(f"sensitivity: the canary moves block {worst} by "
@@ -260,6 +330,7 @@ def summarise_pure(cfg, records: list[dict], target: int, receiver: int, confide
         "canary": h["canary"], "seconds": seconds, "flags": flags,
         "planned_epsilon": me["plan"]["planned_epsilon"], "trials_needed": me["plan"]["needed"],
         "trials_enough": me["plan"]["enough"],
+        **({"epsilon_label": h["epsilon_label"]} if h.get("epsilon_label") else {}),
     }
     # the bound with no error on the held-out trials: at or below the ledger's epsilon, the
     # audit could not have failed on it (INCONCLUSIVE, unless the white-box check flags)
@@ -282,13 +353,14 @@ def format_pure_report(report: dict) -> str:
     b = report["bound"]
     i, j = report["link"]
     ratios = ", ".join(f"{k} {v:.4g}" for k, v in report["block_shift_ratio"].items())
+    label = f"; {report['epsilon_label']}" if report.get("epsilon_label") else ""
     lines = [
         f"audit of {report['algorithm']} on link {i}->{j} ({report['agents']} agents, "
         f"{report['releases']} messages, {report['trials']} trials, seed {report['seed']}, "
         f"{report['noise_mode']} noise)",
         # the ledger's losses rounded up, the audit's lower bound down: both claims hold
         f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   (pure, delta = 0; "
-        f"the trials booked {display.loss(report['booked_epsilon'])})",
+        f"the trials booked {display.loss(report['booked_epsilon'])}{label})",
         f"  audited epsilon >=  {display.lower_bound(b['eps_lower']):<6}   "
         f"(gap ratio {report['gap_ratio']:.3f}; "
         f"threshold {b['threshold']:.4g}, FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR "
@@ -312,7 +384,8 @@ def format_pure_report(report: dict) -> str:
         f"  time                {display.duration(report['seconds'])}",
         format_verdict(report["verdict"], report["flags"], report["best_possible_epsilon"],
                        report["ledger_epsilon"], "epsilon",
-                       "the bound grows with the number of trials, --trials"),
+                       "the bound grows with the number of trials, --trials",
+                       report.get("epsilon_label")),
     ]
     return "\n".join(lines)
 

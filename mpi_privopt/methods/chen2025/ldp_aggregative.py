@@ -58,7 +58,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .ldp_budget import (BLOCKS, BlockBudget, accounting_fields, check_assumption4,
-                                  sensitivity_exponents)
+                         report_epsilon_label, sensitivity_exponents)
 from .aggregative_parts import RobustTracking, planned_framework_events, step_sizes
 from .derived import (DERIVED, DerivedBlock, DerivedSensitivities, accounting_of,
                       check_derived, enforce_bounds)
@@ -241,6 +241,7 @@ class LDPAggregative(Algorithm):
     problem_kind = "aggregative"
     #: the summary's headline is pure epsilon (delta = 0), from privacy.json's pure matrix
     pure_headline = True
+    epsilon_label = property(report_epsilon_label)  # nominal: not a guarantee
     Params = LDPAggregativeParams
     positive = ("lam_x0", "lam_y0", "lam_z0", "box", "clip_z", "samples", "delta")
     choices = {}

@@ -41,7 +41,7 @@ from ...errors import ConfigError
 
 __all__ = ["BLOCKS", "BlockBudget", "sensitivity_exponents",
            "check_assumption4", "NOMINAL", "NOMINAL_EPSILON", "accounting_label",
-           "accounting_fields", "GeometricBlock",
+           "accounting_fields", "report_epsilon_label", "GeometricBlock",
            "SampledBlock", "fresh_batch"]
 
 #: the blocks of a packed message, in packing order
@@ -68,6 +68,14 @@ def accounting_fields(constants: Sequence[float]) -> dict[str, str]:
     label = accounting_label(constants)
     return ({"accounting": label, "epsilon_label": NOMINAL_EPSILON} if label == NOMINAL
             else {"accounting": label})
+
+
+def report_epsilon_label(algorithm) -> str | None:
+    """The method's ``epsilon_label`` (mpi_privopt/methods/contract.py): its report's, so
+    that the label the run shows while it runs (the progress line, budget messages,
+    metrics.csv) is the one summary.json and privacy.json carry at its end. The report is
+    computed from public schedules only, once per agent at set-up."""
+    return algorithm.report().get("epsilon_label")
 
 
 def accounting_label(constants: Sequence[float]) -> str:

@@ -127,7 +127,7 @@ def certificate_report(graph: nx.Graph, adversaries: int, scope: str) -> dict:
     cert = topology_certificate(graph, adversaries)
     return {
         "privacy kind": "structured randomization, not differential privacy "
-                        "(the ledger books every message as non-private: epsilon = inf)",
+                        "(the ledger books every message as non-private: epsilon unbounded)",
         "topology certificate": cert.statement(),
         "certificate scope": scope,
         "certificate_f": cert.adversaries,

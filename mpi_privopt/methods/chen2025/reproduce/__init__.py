@@ -12,9 +12,12 @@ personalised task with softmax regression in numpy on the offline stand-in data 
 * ``panel_a.png``: training loss (penalised objective and plain cross-entropy) of
   Algorithm 1, its noise-off ablation and the baselines [36], [6], PDOP [26] and [51],
   mean +- std over the runs;
+* ``panel_matched.png``: panel (a) at the same cumulative budget (:mod:`.matched`): each
+  baseline's sigma scaled so that its nominal epsilon at T equals Algorithm 1's, every run
+  drawn and the diverged ones counted;
 * ``panel_b.png``: cumulative pure epsilon of agent 1 per method, nominal accounting
-  (every sensitivity constant 1, docs/methods/chen2025.md, "Nominal accounting"), checked
-  against each run's ledger;
+  (every sensitivity constant 1, docs/methods/chen2025.md, "Nominal accounting"; labelled
+  "nominal (C = 1): not a privacy guarantee"), checked against each run's ledger;
 * ``panel_c.png``: Algorithm 1 over Corollary 1's delta sweep;
 * ``panel_d.png``: Algorithm 1 over the lambda_pen sweep (objective, local and pooled CE);
 * ``diagnostics.png``: consensus error, aggregate-tracking error and |ztilde| of Algorithm 1;
@@ -37,9 +40,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from mpi_privopt.errors import ConfigError
+from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
 from mpi_privopt.reproduce import BatchFailed, find_mpiexec, launch, log, redraw, run_batch, run_dir
-from . import figures, panels, settings
+from . import figures, matched, panels, settings
 from .diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
+from .run_plan import plan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +112,8 @@ def label(r: settings.Run, dataset: str) -> tuple[str, bool]:
         return f"lambda_pen = {r.curve}{seed}", expected
     if r.panel == "c":
         return f"delta = {r.curve}{seed}", False
+    if r.panel == "m":
+        return f"{settings.METHODS[r.curve]} at the matched budget{seed}", False
     return f"{settings.METHODS.get(r.curve, r.curve)}{seed}", False
 
 
@@ -152,10 +159,15 @@ def _metrics(out: Path, r: settings.Run) -> dict:
 
 
 def _grouped(runs, out, panel: str) -> dict[str, list[dict]]:
+    """Each curve's runs' metrics; a diverged run that left no metrics (its divergence
+    stopped the job before rank 0 wrote any) adds no points, and ``summary.json``'s
+    ``diverged`` still lists it."""
     groups: dict[str, list[dict]] = {}
     for r in runs:
         if r.panel == panel:
-            groups.setdefault(r.curve, []).append(_metrics(out, r))
+            metrics = _metrics(out, r)
+            if metrics or _status(out, r)["status"] != "diverged":
+                groups.setdefault(r.curve, []).append(metrics)
     return groups
 
 
@@ -184,6 +196,51 @@ def budget_rows(runs: list[settings.Run], out: Path, iterations: int) -> tuple[l
     return rows, totals
 
 
+def _ledger(out: Path, r: settings.Run) -> list[float] | None:
+    """Every agent's pure epsilon in a finished run's privacy.json (None if it diverged)."""
+    if _status(out, r)["status"] != "completed":
+        return None
+    privacy = json.loads((run_dir(out, r) / "privacy.json").read_text())
+    return [agent["all_observers"]["pure"] for agent in privacy["agents"]]
+
+
+def matched_panel(runs: list[settings.Run], out: Path, dataset: str,
+                  iterations: int) -> tuple[list[dict], dict]:
+    """The matched-budget panel (:mod:`.matched`): its rows (every seed of Algorithm 1 and
+    of each calibrated baseline, one row per evaluation, flagged when the run diverged) and
+    its summary: the target epsilons, each baseline's factors and sigmas, the epsilons at
+    its calibrated sigma beside the seed-0 run's own ledger (they must agree), and the
+    outcome over the seeds (:func:`.matched.outcome`)."""
+    curves = (matched.REFERENCE, *matched.MATCHED)
+    epsilons = matched.matched_epsilons(dataset, iterations)
+    rows, summary = [], {"accounting": "nominal", "label": NOMINAL_EPSILON,
+                         "target_epsilon_T": epsilons[matched.REFERENCE],
+                         "derived": matched.NO_DERIVED, "methods": {}}
+    for curve in curves:
+        mine = [r for r in runs if r.curve == curve
+                and r.panel == ("a" if curve == matched.REFERENCE else "m")]
+        seeds = [(r.seed, _metrics(out, r), _status(out, r)["status"] == "diverged")
+                 for r in mine]
+        result = matched.outcome(seeds)
+        for seed, metrics, _ in seeds:
+            flag = result["per_seed"][str(seed)]["diverged"]
+            for k, n in enumerate(metrics.get("iteration", ())):
+                rows.append({"curve": curve, "seed": seed, "iteration": int(n),
+                             "diverged": int(flag),
+                             **{col: float(metrics[col][k]) for col in
+                                ("objective", "cross_entropy", "test_accuracy")}})
+        section = (settings.algorithm_section(curve, dataset) if curve == matched.REFERENCE
+                   else matched.matched_section(curve, dataset, iterations))
+        first = next((r for r in mine if r.seed == 0), None)
+        summary["methods"][curve] = {
+            "factors": None if curve == matched.REFERENCE else
+            matched.factors(curve, dataset, iterations),
+            "sigma": {k: section[k] for k in matched.SIGMA_KEYS if k in section},
+            "epsilon_T": epsilons[curve],
+            "ledger_epsilon_T": None if first is None else _ledger(out, first), **result}
+    return rows, summary
+
+
 def _final(rows: list[dict], key: str = "curve") -> dict:
     last: dict[str, dict] = {}
     for row in rows:
@@ -192,7 +249,7 @@ def _final(rows: list[dict], key: str = "curve") -> dict:
 
 
 def reproduce(args, out: Path, mpiexec: str) -> dict:
-    runs = settings.plan(args.dataset, args.runs, args.iterations, args.eval_every)
+    runs = plan(args.dataset, args.runs, args.iterations, args.eval_every)
     log(f"reproduce chen2025 ({args.dataset}): {len(runs)} runs of {args.iterations} "
         f"iterations on {settings.RANKS} ranks")
     _launch(runs, out, mpiexec, args.dataset)
@@ -215,6 +272,8 @@ def reproduce(args, out: Path, mpiexec: str) -> dict:
     d = panels.curve_rows(_grouped(runs, out, "d"))
     figures.panel_d(d, settings.LAMBDA_PENS[args.dataset], where / "panel_d.png", subtitle,
                     stopped)
+    m_rows, m_summary = matched_panel(runs, out, args.dataset, args.iterations)
+    figures.panel_matched(m_rows, m_summary, where / "panel_matched.png", subtitle)
     diag_runs = [r for r in runs if r.diagnostics and _status(out, r)["status"] == "completed"]
     diag = panels.curve_rows(
         {"alg1": [panels.columns_of(tracker_diagnostics(run_dir(out, r), settings.RANKS))
@@ -225,7 +284,7 @@ def reproduce(args, out: Path, mpiexec: str) -> dict:
                "eval_every": args.eval_every, "model": "softmax regression (numpy)",
                "final": {panel: _final(rows) for panel, rows in
                          (("a", a), ("c", c), ("d", d), ("diagnostics", diag))},
-               "budget_agent1_nominal": totals, "diverged": diverged}
+               "budget_agent1_nominal": totals, "matched": m_summary, "diverged": diverged}
     (where / "summary.json").write_text(json.dumps(summary, indent=1))
     log(f"figures and CSVs in {where}")
     return summary

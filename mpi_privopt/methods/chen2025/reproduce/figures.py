@@ -6,6 +6,7 @@ Each figure is drawn from the rows of its CSV (``draw_*``), so that ``reproduce 
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,6 +16,8 @@ import numpy as np
 from mpi_privopt.reproduce import finish_figure, pyplot, read_csv, save_figures
 from mpi_privopt.reproduce._style import (Palette, Style, figure_legend, runs_phrase, spread_phrase, sweep_palette,
                       tidy)
+from ..ldp_budget import NOMINAL_EPSILON
+from .matched import MATCHED, REFERENCE
 from .settings import DELTAS, LAMBDA_PEN, LAMBDA_PENS, METHODS
 
 #: the paper's colours where it names them (Fig. 1(a)): [6] green, [36] gray, PDOP yellow,
@@ -114,8 +117,64 @@ def draw_panel_b(rows: list[dict]):
 
 
 def title_b(sub: str) -> str:
-    return ("(b) privacy loss, NOMINAL accounting\n(every sensitivity constant C = 1, not "
+    return (f"(b) privacy loss, {NOMINAL_EPSILON}\n(every sensitivity constant C = 1, not "
             "the paper's constants; noise-off ablation: unbounded, not drawn)\n" + sub)
+
+
+def _matched_label(curve: str, seeds: int, diverged: int) -> str:
+    name = METHODS[curve] if curve == REFERENCE else f"{METHODS[curve]}, matched"
+    return f"{name}: {diverged} of {runs_phrase(seeds)} diverged"
+
+
+def draw_panel_matched(rows: list[dict]):
+    """Panel (a) at the matched budget: every run of Algorithm 1 and of each calibrated
+    baseline as a thin line (dashed, with a cross at its end: diverged), and the mean of the
+    runs that did not diverge as the thick line (penalised objective, test accuracy)."""
+    plt = pyplot()
+    columns = {"objective": "penalised objective (1/m) sum F_i", "test_accuracy": "test accuracy"}
+    fig, axes = plt.subplots(1, len(columns), figsize=(5.6 * len(columns), 4.2), squeeze=False)
+    for ax, (column, ylabel) in zip(axes[0], columns.items()):
+        for curve in (REFERENCE, *MATCHED):
+            mine = [r for r in rows if _curve(r) == curve]
+            seeds = sorted({int(r["seed"]) for r in mine})
+            if not seeds:
+                continue
+            runs = {s: [r for r in mine if int(r["seed"]) == s] for s in seeds}
+            lost = [s for s in seeds if int(runs[s][0]["diverged"])]
+            label = _matched_label(curve, len(seeds), len(lost))
+            colour = PALETTE[curve].colour
+            for s in seeds:
+                n = [r["iteration"] for r in runs[s]]
+                y = [r[column] for r in runs[s]]
+                gone = s in lost
+                ax.plot(n, y, color=colour, linewidth=0.8, alpha=0.55,
+                        linestyle="--" if gone else "-",
+                        label=label if gone and len(lost) == len(seeds) and s == lost[0]
+                        else "_run")
+                if gone:
+                    ax.plot(n[-1:], y[-1:], color=colour, marker="X", markersize=8,
+                            linestyle="none", label="_end")
+            kept = [s for s in seeds if s not in lost]
+            if kept:
+                n = [r["iteration"] for r in runs[kept[0]]]
+                mean = np.mean([[r[column] for r in runs[s]][:len(n)] for s in kept], axis=0)
+                PALETTE.plot(ax, n, mean, curve, label)
+        ax.set_xlabel("iteration t")
+        ax.set_ylabel(ylabel)
+        if column == "objective":
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    _finish_panels(fig, axes[0])
+    return fig
+
+
+def title_matched(summary: dict, sub: str) -> str:
+    target = summary["target_epsilon_T"][0]
+    return ("(a) at the same cumulative budget: each baseline's sigma scaled so that its "
+            f"epsilon at T equals Algorithm 1's\n(agent 1: {math.ceil(target * 10) / 10:.1f}), "
+            f"under the nominal accounting: {NOMINAL_EPSILON}\n"
+            "thick: mean of the runs that did not diverge; thin: every run (dashed, X: "
+            "diverged)\n" + sub)
 
 
 def draw_panel_c(rows: list[dict], deltas=DELTAS):
@@ -245,6 +304,10 @@ def panel_b(rows: list[dict], path: Path, sub: str) -> None:
     finish_figure(draw_panel_b(rows), path, rows, title_b(sub))
 
 
+def panel_matched(rows: list[dict], summary: dict, path: Path, sub: str) -> None:
+    finish_figure(draw_panel_matched(rows), path, rows, title_matched(summary, sub))
+
+
 def panel_c(rows: list[dict], deltas, path: Path, sub: str) -> None:
     finish_figure(draw_panel_c(rows, deltas), path, rows, title_c(rows, sub))
 
@@ -269,6 +332,10 @@ def figures_from_csv(folder: Path):
                         for n in ("panel_a", "panel_b", "panel_c", "panel_d", "diagnostics"))
     yield "panel_a.png", title_a(a, sub), draw_panel_a(a)
     yield "panel_b.png", title_b(sub), draw_panel_b(b)
+    if (folder / "panel_matched.csv").is_file() and "matched" in summary:
+        m = read_csv(folder / "panel_matched.csv")
+        yield ("panel_matched.png", title_matched(summary["matched"], sub),
+               draw_panel_matched(m))
     yield "panel_c.png", title_c(c, sub), draw_panel_c(c)
     yield ("panel_d.png", title_d(d, sub),
            draw_panel_d(d, LAMBDA_PENS[dataset],

@@ -120,26 +120,3 @@ class Run:
     diagnostics: bool = False
     overrides: list = field(default_factory=list)
     result_file: ClassVar[str] = "done.json"
-
-
-def plan(dataset: str, runs: int, iterations: int, eval_every: int) -> list[Run]:
-    """Every run of the reproduction: panel (a)'s six methods, (c)'s deltas, (d)'s lambda_pens
-    (seeds 0..runs-1 each; the panel (d) run at the paper's lambda_pen is its own run)."""
-    common = {"iterations": iterations, "eval_every": eval_every}
-    tag = f"{dataset}/T{iterations}-e{eval_every}"
-    out = []
-    for seed in range(runs):
-        for method in METHODS:
-            out.append(Run(f"{tag}/a/{method}/seed{seed}", "a", method, seed,
-                           config(dataset, algorithm_section(method, dataset), seed=seed,
-                                  name=method, **common),
-                           diagnostics=method == "alg1"))
-        for delta in DELTAS:
-            out.append(Run(f"{tag}/c/delta{delta:g}/seed{seed}", "c", f"{delta:g}", seed,
-                           config(dataset, delta_section(delta, dataset), seed=seed,
-                                  name=f"delta{delta:g}", **common)))
-        for pen in LAMBDA_PENS[dataset]:
-            out.append(Run(f"{tag}/d/lambda{pen:g}/seed{seed}", "d", f"{pen:g}", seed,
-                           config(dataset, algorithm_section("alg1", dataset),
-                                  lambda_pen=pen, seed=seed, name=f"lambda{pen:g}", **common)))
-    return out
