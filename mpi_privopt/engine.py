@@ -126,26 +126,6 @@ class Session:
     ledger = property(lambda self: self.ctx.state.ledger)
     noise = property(lambda self: self.ctx.state.noise)
     divergence = property(lambda self: self.ctx.state.divergence)
-    #: the signal every agent agreed to stop on (0: none) and the iteration it was after
-    interrupted = property(lambda self: self.loop.stop_signal)
-    stopped_at = property(lambda self: self.loop.stopped_at)
-
-    @property
-    def eval_seconds(self) -> float:
-        return self.loop.eval_seconds
-
-    @eval_seconds.setter
-    def eval_seconds(self, value: float) -> None:
-        self.loop.eval_seconds = value
-
-    @property
-    def wall_seconds(self) -> float:
-        return self.loop.wall_seconds
-
-    @wall_seconds.setter
-    def wall_seconds(self, value: float) -> None:
-        self.loop.wall_seconds = value
-
     @property
     def rank(self) -> int:
         return self.comm.Get_rank()

@@ -21,9 +21,6 @@ import sys
 
 __all__ = ["start_mpi"]
 
-#: mpi4py's names of the thread levels (``mpi4py.rc.thread_level``) -> ``MPI`` attribute
-_THREAD_LEVELS = {"single": "THREAD_SINGLE", "funneled": "THREAD_FUNNELED",
-                  "serialized": "THREAD_SERIALIZED", "multiple": "THREAD_MULTIPLE"}
 
 
 def start_mpi() -> None:
@@ -45,6 +42,10 @@ def start_mpi() -> None:
         from mpi4py import MPI
         if not MPI.Is_initialized():
             if mpi4py.rc.threads:
-                MPI.Init_thread(getattr(MPI, _THREAD_LEVELS[mpi4py.rc.thread_level]))
+                # mpi4py's names of the thread levels (``mpi4py.rc.thread_level``)
+                levels = {"single": MPI.THREAD_SINGLE, "funneled": MPI.THREAD_FUNNELED,
+                          "serialized": MPI.THREAD_SERIALIZED,
+                          "multiple": MPI.THREAD_MULTIPLE}
+                MPI.Init_thread(levels[mpi4py.rc.thread_level])
             else:
                 MPI.Init()

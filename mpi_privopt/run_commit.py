@@ -124,7 +124,7 @@ def finish(s) -> RunResult | None:
     Raises :class:`ResultsWriteError` on every rank (one message) when a result file
     could not be written; the final state is then kept for a resume that writes them.
     """
-    end = s.stopped_at if s.interrupted else s.cfg.run.iterations
+    end = s.loop.stopped_at if s.loop.stop_signal else s.cfg.run.iterations
     rank = s.rank
     fault("commit-begin", rank, end)
     _timings_from_final_state(s, end)
@@ -132,7 +132,7 @@ def finish(s) -> RunResult | None:
     fault("commit-results", rank, end)
     mode = s.cfg.run.evaluate
     final_models, failure = None, None
-    if s.interrupted:
+    if s.loop.stop_signal:
         pass  # not final: the checkpoint holds the models, a resume writes the final ones
     elif mode == REFERENCE:
         final_models = s.monitor.gather_models(s.algorithm.estimate)
@@ -167,7 +167,7 @@ def finish(s) -> RunResult | None:
     vendor, version = MPI.get_vendor()
     summary.mpi_library = (f"{vendor} {'.'.join(map(str, version))} "
                            f"(MPI {'.'.join(map(str, MPI.Get_version()))})")
-    mark_interrupted(summary, s.interrupted, s.stopped_at)
+    mark_interrupted(summary, s.loop.stop_signal, s.loop.stopped_at)
     reference = s.problem.reference
     failure = next((f for f in failures if f), None) or try_write(
         lambda: _write_results(s, traffic, receive_seconds, privacy, final_models))
@@ -181,7 +181,7 @@ def finish(s) -> RunResult | None:
     if unsaved and s.final_state:
         print(f"mpi_privopt: warning: {unsaved}; the results are complete, but the run "
               "cannot be extended from its end", file=sys.stderr, flush=True)
-    if not s.interrupted:  # an interrupted run says one line (the command line's)
+    if not s.loop.stop_signal:  # an interrupted run says one line (the command line's)
         _print(s.stream, format_summary(summary))
     return RunResult(run_dir=s.run_dir, summary=summary, metrics=s.metrics, traffic=traffic,
                      models=None if final_models is None else final_models.copy(),
@@ -193,7 +193,7 @@ def _timings_from_final_state(s, end: int) -> None:
     so that its summary is the one the run's end would have written."""
     resumed = s.resumed
     if resumed is not None and resumed.iteration == end and resumed.wall_seconds is not None:
-        s.wall_seconds, s.eval_seconds = resumed.wall_seconds, resumed.eval_seconds
+        s.loop.wall_seconds, s.loop.eval_seconds = resumed.wall_seconds, resumed.eval_seconds
 
 
 def _write_results(s, traffic: dict, receive_seconds: list[float], privacy: dict,
@@ -300,9 +300,9 @@ def build_summary(s, traffic: dict, privacy: dict, comm_seconds: list[float]) ->
         bytes_busiest_link=int(bytes_matrix[busiest]),
         busiest_link=[int(busiest[0]), int(busiest[1])],
         messages_total=int(traffic["total"]["messages"].sum()),
-        wall_seconds=s.wall_seconds,
-        algorithm_seconds=s.wall_seconds - s.eval_seconds,
-        eval_seconds=s.eval_seconds,
+        wall_seconds=s.loop.wall_seconds,
+        algorithm_seconds=s.loop.wall_seconds - s.loop.eval_seconds,
+        eval_seconds=s.loop.eval_seconds,
         comm_seconds=float(np.mean(comm_seconds)),
         comm_seconds_max=float(np.max(comm_seconds)),
         private=algorithm_cls.private,

@@ -54,9 +54,9 @@ def test_a_failed_runs_spent_epsilon_carries_the_label_of_its_ledgers(tmp_path):
     info = {"iteration": 5, "ranks": 2, "delta": 1e-5, "noise": "fast", "final": False}
     metas = [{"ledger": {**_ledger(NOMINAL_EPSILON), "agent": k}, "bytes_sent": 8}
              for k in range(2)]
-    spent = _failed_text(tmp_path, info, metas, "metrics up to iteration 5")[1]
+    spent = _failed_text(tmp_path, info, metas, None, "metrics up to iteration 5")[1]
     assert spent.startswith("last checkpoint: iteration 5; privacy spent to then: worst "
                             "link epsilon")
     assert f"({NOMINAL_EPSILON}); 16 bytes sent" in spent
     plain = [{"ledger": {**_ledger(None), "agent": k}, "bytes_sent": 8} for k in range(2)]
-    assert "nominal" not in _failed_text(tmp_path, info, plain, "")[1]
+    assert "nominal" not in _failed_text(tmp_path, info, plain, None, "")[1]

@@ -15,7 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_privopt import topology
-from mpi_privopt.mpiutil import agree
+from mpi_privopt.mpiutil import agree, computed_once
 from mpi_privopt.config import Config
 from mpi_privopt.engine import build_graph, run
 from mpi_privopt.errors import ConfigError
@@ -156,8 +156,17 @@ def run_attack(cfg: Config, coalition: list[int], target: int, out: str | None =
                  "coefficients": None if polynomial is None else polynomial.coefficients}
     records = comm.gather(recorder.messages if recorder is not None else {}, root=0)
     truths = comm.gather(truth, root=0)
-    if comm.Get_rank() != 0:
-        return None
+    # rank 0 scores the attack while the others wait: whatever it raises, they raise too
+    # (mpiutil.computed_once), instead of going on past a rank that has left
+    report = computed_once(comm, lambda: _score(cfg, graph, coalition, target, result,
+                                                records, truths, out))
+    return report if comm.Get_rank() == 0 else None
+
+
+def _score(cfg, graph, coalition: list[int], target: int, result, records: list,
+           truths: list, out: str | None) -> dict:
+    """Rank 0: the coalition's inversion of the pooled messages, scored against the truth
+    (written to ``out``/attack.json when given)."""
     truth = next(t for t in truths if t is not None)
     pooled = {key: value for messages in records for key, value in messages.items()}
     dim = truth["points"].shape[1]

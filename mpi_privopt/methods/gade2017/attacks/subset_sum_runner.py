@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from mpi_privopt.mpiutil import agree
+from mpi_privopt.mpiutil import agree, computed_once
 from mpi_privopt.config import Config
 from mpi_privopt.engine import build_graph, run
 from mpi_privopt.errors import ConfigError
@@ -117,12 +117,15 @@ def run_subset_sum_attack(cfg: Config, coalition: list[int], out: str | None = N
                      if phase == SHARE_PHASE},
     }
     everything = comm.gather(mine, root=0)
-    if comm.Get_rank() != 0:
-        return None
-    report = _score(cfg, graph, coalition, sorted(everything, key=lambda m: m["agent"]))
-    if out is not None:
-        Path(out, "subset-sum.json").write_text(json.dumps(report, indent=2) + "\n")
-    return report
+
+    def scored() -> dict:
+        report = _score(cfg, graph, coalition, sorted(everything, key=lambda m: m["agent"]))
+        if out is not None:
+            Path(out, "subset-sum.json").write_text(json.dumps(report, indent=2) + "\n")
+        return report
+    # rank 0 scores while the others wait: whatever it raises, they raise too
+    report = computed_once(comm, scored)
+    return report if comm.Get_rank() == 0 else None
 
 
 def _score(cfg: Config, graph, coalition: list[int], agents: list[dict]) -> dict:
