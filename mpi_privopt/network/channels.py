@@ -201,21 +201,8 @@ class BroadcastChannel:
             if not request.Test():
                 wait_exchange(request)
         elapsed = perf_counter() - start
-        # Network._account_broadcast written out (this runs every iteration of every
-        # method that repeats a broadcast): meter, book, show the received data.
-        counters.all_messages += 1
-        counters.all_bytes += self._nbytes
-        counters.all_seconds += elapsed
-        books = net._books
-        if books is None:
-            books = net._broadcast_books()
-        if books:
-            for book in books:
-                book(release)
-        elif net._listeners:
-            net._book(release, net.out_neighbors, self.phase)
-        if net.receive_listeners:
-            net._observe(self.received, net.in_neighbors, self.phase)
+        net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
+                               elapsed)
         following = self._following[index]
         self.last_sent = payload
         self.outgoing = self.sends[following]

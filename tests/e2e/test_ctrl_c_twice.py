@@ -71,11 +71,11 @@ def test_a_second_ctrl_c_is_held_back_and_the_run_ends_with_its_summary(tmp_path
 @needs_mpiexec
 def test_a_ctrl_c_after_the_grace_period_is_passed_on(tmp_path):
     """With no grace (``MPI_PRIVOPT_FORCE_AFTER=0``) the second Ctrl-C reaches the
-    launcher too: what it does then is the launcher's, but the script holds nothing back."""
+    launcher too: what it does then is the launcher's (MPICH's force abort has exited 0 as
+    well as 255), but the script holds nothing back."""
     out, paused = tmp_path / "run", tmp_path / "paused"
     job = _start(out, paused, {"MPI_PRIVOPT_FORCE_AFTER": "0"})
     _wait_until_paused(paused, job)
     _ctrl_c_twice(job)
     _, stderr = job.communicate(timeout=TIMEOUT)
-    assert job.returncode != 0
     assert "already stopping" not in stderr
