@@ -90,3 +90,11 @@ def test_a_failed_install_is_one_message_and_records_nothing(clone):
     assert proc.returncode == 2
     assert "mpi_privopt: error: installing mpi_privopt[mpich]" in proc.stderr
     assert not (clone / "venv" / ".mpi_privopt-extras").exists()
+
+
+def test_the_package_is_compiled_to_bytecode_on_every_launch(clone):
+    # Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set: the script does
+    for _ in range(2):  # also when nothing is installed
+        source(clone, "mpich")
+        calls = (clone / "venv" / "pip.log").read_text().splitlines()
+        assert f"-m compileall -q {clone}/mpi_privopt" in calls
