@@ -41,7 +41,9 @@ pass_on() {
     fi
     first_interrupt=${first_interrupt:-$SECONDS}
   fi
-  kill -s "$1" -- "-$job" 2>/dev/null
+  # to the launcher alone, which passes it on to every rank once (a signal to its whole
+  # group would reach each rank twice: from here and from the launcher)
+  kill -s "$1" "$job" 2>/dev/null
   return 0
 }
 trap 'pass_on INT' INT
