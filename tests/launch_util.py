@@ -20,7 +20,9 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,17 @@ def run_child(args: str | Sequence[str], *, timeout: float, cwd=None,
     (``env`` added), capturing text."""
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env=child_env(env), **kwargs)
+
+
+def wait_for_file(path: Path, job: subprocess.Popen, timeout: float,
+                  what: str = "the paused rank never said so") -> str:
+    """Wait (sleeping) until ``path`` exists with some text while ``job`` runs; the text.
+
+    A paused test fault (mpi_privopt/services/faults.py) writes its pid to ``FILE`` and,
+    once woken, ``FILE.woke``."""
+    deadline = time.monotonic() + timeout
+    while not (path.is_file() and path.read_text().strip()):
+        assert job.poll() is None, f"the run ended first: {job.communicate()}"
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return path.read_text()

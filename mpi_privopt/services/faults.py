@@ -15,19 +15,24 @@ from typing import Any
 
 __all__ = ["FAULT_ENV", "FaultInjection", "armed", "fault", "wake_faults_on"]
 
-#: a test hook (read only by the fault tests): ``ACTION@POINT:RANK:ITERATION[:FILE]``
+#: a test hook (read only by the fault tests): ``ACTION@POINT:RANK:ITERATION[:FILE]``,
+#: several separated by commas
 FAULT_ENV = "MPI_PRIVOPT_TEST_FAULT"
 
+Fault = tuple[str, str, int, int, str]
 
-def _parse_fault(text: str) -> tuple[str, str, int, int, str] | None:
-    if not text:
-        return None
+
+def _parse_one(text: str) -> Fault:
     action, _, rest = text.partition("@")
     point, rank, iteration, *file = rest.split(":", 3)
     return action, point, int(rank), int(iteration), (file[0] if file else "")
 
 
-_FAULT = _parse_fault(os.environ.get(FAULT_ENV, ""))
+def _parse_faults(text: str) -> tuple[Fault, ...]:
+    return tuple(_parse_one(part) for part in text.split(",") if part)
+
+
+_FAULTS = _parse_faults(os.environ.get(FAULT_ENV, ""))
 #: what a paused fault wakes on: anything with a ``received`` Event (the loop's
 #: StopOnSignal, then the end's SignalHold)
 _stopper: Any = None
@@ -35,7 +40,7 @@ _stopper: Any = None
 
 def armed() -> bool:
     """Whether a fault is asked for (tests only)."""
-    return _FAULT is not None
+    return bool(_FAULTS)
 
 
 def wake_faults_on(holder: Any) -> None:
@@ -57,7 +62,7 @@ def fault(point: str, rank: int, iteration: int) -> None:
     ``kill@POINT:R:N``  rank R kills itself (SIGKILL) at POINT of iteration N;
     ``term@POINT:R:N``, ``int@...``  rank R sends itself SIGTERM (SIGINT) there;
     ``pause@POINT:R:N:FILE``  rank R creates FILE, then waits (sleeping) until a stop
-    signal arrives or ``FILE.go`` exists;
+    signal arrives or ``FILE.go`` exists, and then writes ``FILE.woke``;
     ``raise@POINT:R:N``  rank R raises a RuntimeError there (a bug, not bad input).
     POINT: ``iteration`` (after the step),
     ``checkpoint-begin`` (before writing) or ``checkpoint-write`` (file written, not yet
@@ -70,16 +75,20 @@ def fault(point: str, rank: int, iteration: int) -> None:
     (ITERATION 0): ``audit-summary`` (rank R summarising the records).
     ``slow@POINT:R:N:SECONDS``  rank R sleeps SECONDS at POINT of every iteration from N
     on (a slow agent: its out-links stand out in traffic.json's link times).
+    Several faults, separated by commas, are all injected.
     """
-    if _FAULT is None:
+    for one in _FAULTS:
+        _inject(one, point, rank, iteration)
+
+
+def _inject(one: Fault, point: str, rank: int, iteration: int) -> None:
+    action, file = one[0], one[4]
+    if action == "slow":
+        if one[1:3] == (point, rank) and iteration >= one[3]:
+            time.sleep(float(file))
         return
-    if _FAULT[0] == "slow":
-        if _FAULT[1:3] == (point, rank) and iteration >= _FAULT[3]:
-            time.sleep(float(_FAULT[4]))
+    if one[1:4] != (point, rank, iteration):
         return
-    if _FAULT[1:4] != (point, rank, iteration):
-        return
-    action, file = _FAULT[0], _FAULT[4]
     sent = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}
     if action in sent:  # SIGKILL, or SIGTERM / SIGINT to this rank alone
         os.kill(os.getpid(), sent[action])
@@ -91,6 +100,8 @@ def fault(point: str, rank: int, iteration: int) -> None:
         event = _stopper.received if _stopper is not None else threading.Event()
         while not go.exists() and not event.wait(0.05):
             pass
+        # the test may wait for this: a stop signal has reached this rank
+        Path(file + ".woke").write_text("signal\n" if event.is_set() else "go\n")
 
 
 class FaultInjection:

@@ -5,28 +5,35 @@ A terminal sends SIGINT to its foreground process group. MPICH's mpiexec takes a
 SIGINT as "force abort" and kills every rank before it has written its checkpoint and
 summary, so local.sh runs mpiexec in a process group of its own, passes the first Ctrl-C
 on and holds back a second one that comes within ``MPI_PRIVOPT_FORCE_AFTER`` seconds.
+
+The second Ctrl-C is sent once the first has reached a rank (the paused rank writes
+``FILE.woke``): sent a fixed time after the first, on a loaded machine it could find the
+script not yet scheduled, and a pending signal is not queued twice. The run's end is
+slowed (rank 0 sleeps before its final checkpoint) so that the job is still there to hold
+the second one back.
 """
 import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
-import pytest
-
-from launch_util import child_env, needs_mpiexec
+from launch_util import child_env, needs_mpiexec, wait_for_file
 
 REPO = Path(__file__).resolve().parents[2]
 #: the launch, the stop and the run directory on a loaded 2-core machine
 TIMEOUT = 180
+#: rank 0's sleep before its final checkpoint: the second Ctrl-C comes within it
+SLOW_END = 3.0
 
 
 def _start(out: Path, paused: Path, extra: dict) -> subprocess.Popen:
     """local.sh on 2 ranks, in a session of its own (as at a terminal: the test's SIGINT
-    to the group reaches the script, not the job); rank 1 pauses at iteration 3."""
+    to the group reaches the script, not the job); rank 1 pauses at iteration 3, rank 0
+    sleeps ``SLOW_END`` s at the start of the run's end."""
+    faults = f"pause@iteration:1:3:{paused},slow@commit-begin:0:0:{SLOW_END}"
     env = child_env({"RANKS": "2", "MPI_PRIVOPT_AGREE_SECONDS": "0",
-                     "MPI_PRIVOPT_TEST_FAULT": f"pause@iteration:1:3:{paused}", **extra})
+                     "MPI_PRIVOPT_TEST_FAULT": faults, **extra})
     return subprocess.Popen(
         [str(REPO / "launch" / "local.sh"), "dgd-ridge", "--set", "run.iterations=200",
          "--set", "run.checkpoint_every=100", "--quiet", "--out", str(out)],
@@ -34,19 +41,13 @@ def _start(out: Path, paused: Path, extra: dict) -> subprocess.Popen:
         start_new_session=True)
 
 
-def _wait_until_paused(paused: Path, job: subprocess.Popen) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not (paused.is_file() and paused.read_text().strip()):
-        assert job.poll() is None, f"the run ended before the Ctrl-C: {job.communicate()}"
-        assert time.monotonic() < deadline, "the run never reached iteration 3"
-        time.sleep(0.05)
-
-
-def _ctrl_c_twice(job: subprocess.Popen) -> None:
-    """Ctrl-C, and again 0.1 s later (two signals sent at once would be one: a pending
-    signal is not queued twice)."""
+def _ctrl_c_twice(job: subprocess.Popen, paused: Path) -> None:
+    """Ctrl-C at iteration 3, and again once the first has reached the paused rank."""
+    wait_for_file(paused, job, TIMEOUT, "the run never reached iteration 3")
     os.killpg(job.pid, signal.SIGINT)
-    time.sleep(0.1)
+    woke = wait_for_file(Path(f"{paused}.woke"), job, TIMEOUT,
+                         "the first Ctrl-C never reached the paused rank")
+    assert woke.strip() == "signal"
     os.killpg(job.pid, signal.SIGINT)
 
 
@@ -54,8 +55,7 @@ def _ctrl_c_twice(job: subprocess.Popen) -> None:
 def test_a_second_ctrl_c_is_held_back_and_the_run_ends_with_its_summary(tmp_path):
     out, paused = tmp_path / "run", tmp_path / "paused"
     job = _start(out, paused, {})
-    _wait_until_paused(paused, job)
-    _ctrl_c_twice(job)
+    _ctrl_c_twice(job, paused)
     stdout, stderr = job.communicate(timeout=TIMEOUT)
     assert job.returncode == 128 + signal.SIGINT, stderr
     held = [line for line in stderr.splitlines() if "already stopping" in line]
@@ -75,7 +75,6 @@ def test_a_ctrl_c_after_the_grace_period_is_passed_on(tmp_path):
     well as 255), but the script holds nothing back."""
     out, paused = tmp_path / "run", tmp_path / "paused"
     job = _start(out, paused, {"MPI_PRIVOPT_FORCE_AFTER": "0"})
-    _wait_until_paused(paused, job)
-    _ctrl_c_twice(job)
+    _ctrl_c_twice(job, paused)
     _, stderr = job.communicate(timeout=TIMEOUT)
     assert "already stopping" not in stderr

@@ -16,13 +16,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from launch_util import child_env, is_open_mpi, mpiexec_command, needs_mpiexec, run_mpiexec
+from launch_util import (child_env, is_open_mpi, mpiexec_command, needs_mpiexec, run_mpiexec,
+                         wait_for_file)
 from mpi_privopt.results import read_metrics
 
 pytestmark = needs_mpiexec
@@ -154,11 +154,7 @@ def test_a_signal_during_the_commit_lets_it_complete_with_exit_0(tmp_path, strai
                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            env=child_env({"MPI_PRIVOPT_TEST_FAULT": where}))
     if fault.startswith("pause"):
-        deadline = time.monotonic() + TIMEOUT
-        while not (paused.is_file() and paused.read_text().strip()):
-            assert job.poll() is None, f"the run ended before the fault: {job.communicate()}"
-            assert time.monotonic() < deadline, "the paused rank never said so"
-            time.sleep(0.05)
+        wait_for_file(paused, job, TIMEOUT)
         job.send_signal(signal.SIGTERM)
     stdout, stderr = job.communicate(timeout=TIMEOUT)
     assert job.returncode == 0, stderr

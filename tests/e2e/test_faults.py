@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch_util import child_env, is_open_mpi, mpiexec_command, needs_mpiexec, run_mpiexec
+from launch_util import (child_env, is_open_mpi, mpiexec_command, needs_mpiexec, run_mpiexec,
+                         wait_for_file)
 from mpi_privopt import display
 from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
 from mpi_privopt.results import read_metrics
@@ -70,12 +71,7 @@ def start(*args: str, fault: str) -> subprocess.Popen:
 
 def wait_for(path: Path, job: subprocess.Popen) -> int:
     """Wait until a paused rank has written ``path``; its pid."""
-    deadline = time.monotonic() + TIMEOUT
-    while not (path.is_file() and path.read_text().strip()):
-        assert job.poll() is None, f"the run ended before the fault: {job.communicate()}"
-        assert time.monotonic() < deadline, "the paused rank never said so"
-        time.sleep(0.05)
-    return int(path.read_text())
+    return int(wait_for_file(path, job, TIMEOUT))
 
 
 def resume(run_dir: Path, *sets: str):
@@ -215,7 +211,7 @@ def test_a_bug_on_rank_0_inside_a_step_computed_once_ends_the_job_with_one_messa
     assert proc.returncode == 1, proc.stderr
     assert len(errors) == 1 and errors[0].startswith(
         f"mpi_privopt: error: internal error on agent 0: RuntimeError: a test's fault at "
-        f"computed-once (iteration {call}) (in fault, faults.py:"), proc.stderr
+        f"computed-once (iteration {call}) (in _inject, faults.py:"), proc.stderr
     assert "Traceback" not in proc.stderr and "Abort(" not in proc.stderr, proc.stderr
     assert not out.exists()  # refused during set-up: no empty run directory left
 

@@ -87,9 +87,9 @@ def _signal_then_resume(where: Path, cfg, monkeypatch) -> None:
     straight, stopped = where / "straight", where / "stopped"
     run(cfg, out=str(straight), comm=comm, stream=None)
 
-    monkeypatch.setattr(faults, "_FAULT", ("term", "iteration", 0, SIGNALLED_AT, ""))
+    monkeypatch.setattr(faults, "_FAULTS", (("term", "iteration", 0, SIGNALLED_AT, ""),))
     first = run(cfg, out=str(stopped), comm=comm, stream=None)
-    monkeypatch.setattr(faults, "_FAULT", None)
+    monkeypatch.setattr(faults, "_FAULTS", ())
     if comm.rank == 0:
         assert first.summary.status == "interrupted"
         # agreed one iteration after the flag was raised: never before it
@@ -139,7 +139,7 @@ def test_sigint_to_the_last_rank_stops_every_rank(root, monkeypatch):
     # Ctrl-C (SIGINT) reaching one rank only: the others learn it from the agreement
     comm = MPI.COMM_WORLD
     monkeypatch.setenv("MPI_PRIVOPT_AGREE_SECONDS", "0")
-    monkeypatch.setattr(faults, "_FAULT", ("int", "iteration", comm.size - 1, 4, ""))
+    monkeypatch.setattr(faults, "_FAULTS", (("int", "iteration", comm.size - 1, 4, ""),))
     result = run(_config("dgd"), out=str(root / "sigint"), comm=comm, stream=None)
     if comm.rank == 0:
         assert result.summary.status == "interrupted"

@@ -51,9 +51,9 @@ def test_a_method_that_lists_its_state_resumes_to_the_same_result(fields_method,
     monkeypatch.setattr(checkpoint, "trusted_modules", lambda cfg: ("mpi_privopt", __name__))
     straight, stopped = root / "straight", root / "stopped"
     run(cfg, out=str(straight), comm=comm, stream=None)
-    monkeypatch.setattr(faults, "_FAULT", ("term", "iteration", 0, SIGNALLED_AT, ""))
+    monkeypatch.setattr(faults, "_FAULTS", (("term", "iteration", 0, SIGNALLED_AT, ""),))
     run(cfg, out=str(stopped), comm=comm, stream=None)
-    monkeypatch.setattr(faults, "_FAULT", None)
+    monkeypatch.setattr(faults, "_FAULTS", ())
     info = checkpoint_files.latest(stopped)
     record = checkpoint_files.read_record(
         checkpoint_files.state_path(stopped, comm.rank, info["iteration"]), info, comm.rank)

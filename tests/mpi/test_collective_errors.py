@@ -56,8 +56,8 @@ def test_a_bug_on_one_rank_is_raised_on_all_as_an_internal_error(comm):
 def test_a_bug_inside_a_step_computed_once_reaches_every_rank(comm, monkeypatch):
     """The fault hook raises on rank 0 inside its next computed_once step (as
     ``MPI_PRIVOPT_TEST_FAULT=raise@computed-once:0:N`` does in a launched job)."""
-    monkeypatch.setattr(faults, "_FAULT",
-                        ("raise", "computed-once", 0, mpiutil._once_calls + 1, ""))
+    monkeypatch.setattr(faults, "_FAULTS",
+                        (("raise", "computed-once", 0, mpiutil._once_calls + 1, ""),))
     with pytest.raises(InternalError, match="RuntimeError: a test's fault at computed-once"):
         computed_once(comm, lambda: 1)
     assert computed_once(comm, lambda: comm.rank + 5) == 5  # the next call is unaffected
@@ -66,7 +66,7 @@ def test_a_bug_inside_a_step_computed_once_reaches_every_rank(comm, monkeypatch)
 @pytest.mark.mpi(min_size=3)
 def test_a_bug_in_the_audit_summary_reaches_every_rank(comm, shared_dir, monkeypatch):
     """Rank 0 summarises the audit's records while the others wait for its verdict."""
-    monkeypatch.setattr(faults, "_FAULT", ("raise", "audit-summary", 0, 0, ""))
+    monkeypatch.setattr(faults, "_FAULTS", (("raise", "audit-summary", 0, 0, ""),))
     cfg = load_config(None, SHORT_AUDIT)
     with pytest.raises(InternalError, match="a test's fault at audit-summary"):
         run_audit(cfg, target=0, trials=20, force=True, out=f"{shared_dir}/audit", comm=comm)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -108,9 +109,26 @@ def test_an_interrupted_summary_names_the_signal():
 
 
 def test_the_fault_hook_is_off_without_its_variable(monkeypatch):
-    monkeypatch.setattr(faults, "_FAULT", None)
+    monkeypatch.setattr(faults, "_FAULTS", ())
     assert not faults.armed()
-    monkeypatch.setattr(faults, "_FAULT", ("kill", "iteration", 0, 5, ""))
+    monkeypatch.setattr(faults, "_FAULTS", (("kill", "iteration", 0, 5, ""),))
     assert faults.armed()
     faults.fault("iteration", 1, 5)  # another rank's place: nothing happens
     faults.fault("iteration", 0, 4)
+
+
+def test_several_faults_are_all_injected(monkeypatch, tmp_path):
+    """``MPI_PRIVOPT_TEST_FAULT`` takes several faults separated by commas (a file path
+    keeps its colons); a pause woken by its go file says so in ``FILE.woke``."""
+    paused = tmp_path / "p:aused"
+    parsed = faults._parse_faults(f"pause@iteration:1:3:{paused},slow@commit-begin:0:0:0.01")
+    assert parsed == (("pause", "iteration", 1, 3, str(paused)),
+                      ("slow", "commit-begin", 0, 0, "0.01"))
+    monkeypatch.setattr(faults, "_FAULTS", parsed)
+    Path(f"{paused}.go").touch()
+    faults.fault("iteration", 1, 3)
+    assert paused.read_text().strip().isdigit()
+    assert Path(f"{paused}.woke").read_text() == "go\n"
+    slept = time.perf_counter()
+    faults.fault("commit-begin", 0, 7)
+    assert time.perf_counter() - slept >= 0.01
