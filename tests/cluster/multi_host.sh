@@ -34,7 +34,13 @@
 # check fails when the transport is left to MPICH), MULTIHOST_SHAPE (a tc qdisc, e.g.
 # "netem delay 5ms" or "tbf rate 100mbit burst 32kbit latency 50ms": host3's link to the
 # switch is shaped with it in both directions before the run, and the time per link is
-# printed; exit 77 when the kernel lacks that qdisc; docs/performance.md "Time per link").
+# printed; exit 77 when the kernel lacks that qdisc; docs/performance.md "Time per link"),
+# MULTIHOST_DELAY (a one-way delay, e.g. 5ms, 0.1ms or 200us, without sch_netem: host3's
+# cable is cut at the switch and tests/cluster/delay_line.py, a user-space relay in the
+# switch's namespace, passes every frame on that late in both directions; it can be
+# combined with a MULTIHOST_SHAPE such as "tbf rate 100mbit burst 32kbit latency 50ms";
+# the delay actually added, the relay's own latency included, is measured by ICMP echo
+# from host1 to host3 with and without it and printed: "measured one-way delay added").
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=${MULTIHOST_TEST_DIR:-/tmp/mpi_privopt-hosts}
@@ -47,6 +53,7 @@ slots=2
 sshd_pids=()
 made_namespaces=()
 made_run_sshd=0
+relay_pid=""
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 fail() { echo "FAILED: $*"; show_logs; exit 1; }
@@ -56,8 +63,15 @@ show_logs() {
     [ -s "$work/sshd$h.log" ] && { echo "--- $work/sshd$h.log"; tail -n 5 "$work/sshd$h.log"; }
   done
 }
+stop_relay() {  # the delay line's own count of frames, drops and lateness
+  [ -n "$relay_pid" ] || return 0
+  kill "$relay_pid" 2>/dev/null && wait "$relay_pid" 2>/dev/null
+  relay_pid=""
+  grep "^delay line stopped" "$work/relay.log"
+}
 cleanup() {
   local pid ns
+  stop_relay
   for pid in "${sshd_pids[@]}"; do
     kill "$pid" 2>/dev/null && echo "stopped sshd (pid $pid)"
   done
@@ -82,6 +96,12 @@ mpiexec=${MULTIHOST_MPIEXEC:-$(command -v mpiexec)}
 probe="${tag}probe"
 ip netns add "$probe" 2>/dev/null || skip "cannot create a network namespace (no CAP_SYS_ADMIN?)"
 ip netns del "$probe"
+if [ -n "${MULTIHOST_DELAY:-}" ]; then  # checked before anything is made
+  [[ $MULTIHOST_DELAY =~ ^([0-9]+(\.[0-9]+)?)(ms|us)?$ ]] ||
+    fail "MULTIHOST_DELAY='$MULTIHOST_DELAY': give a one-way delay such as 5ms, 0.1ms or 200us"
+  delay_ms=${BASH_REMATCH[1]}
+  [ "${BASH_REMATCH[3]}" = us ] && delay_ms=$(awk -v u="$delay_ms" 'BEGIN {print u / 1000}')
+fi
 
 # -- 1. packages ---------------------------------------------------------------------------
 if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
@@ -165,6 +185,35 @@ if [ -n "${MULTIHOST_SHAPE:-}" ]; then
     skip "cannot shape a link with 'tc qdisc ... $MULTIHOST_SHAPE': $(head -n1 "$work/tc.err") (no sch_${MULTIHOST_SHAPE%% *} in this kernel?)"
   echo "shaped: host3's link to the switch, both directions: $MULTIHOST_SHAPE"
 fi
+if [ -n "${MULTIHOST_DELAY:-}" ]; then
+  # no sch_netem needed: port3 leaves the bridge, a second veth pair relay3/bport3 takes its
+  # place (bport3 in br0), and tests/cluster/delay_line.py relays frames between port3 and
+  # relay3 late by the delay in each direction. A MULTIHOST_SHAPE on port3 still applies:
+  # the relay's sends to host3 go through port3's qdisc.
+  pinger=(ip netns exec "${tag}h1" "$venv/bin/python" "$here/tests/cluster/delay_line.py"
+          --ping "$net.13" --count 50)
+  without=$("${pinger[@]}") || fail "host1 cannot ping host3: $without"
+  ip -n "$sw" link set port3 nomaster &&
+    ip -n "$sw" link add relay3 type veth peer name bport3 &&
+    ip -n "$sw" link set bport3 master br0 up && ip -n "$sw" link set relay3 up ||
+    fail "cannot cut host3's cable for the delay line"
+  ip netns exec "$sw" "$venv/bin/python" "$here/tests/cluster/delay_line.py" port3 relay3 \
+    --delay-ms "$delay_ms" --ready "$work/relay.ready" > "$work/relay.log" 2>&1 &
+  relay_pid=$!
+  for _ in $(seq 1 100); do
+    [ -s "$work/relay.ready" ] || ! kill -0 $relay_pid 2>/dev/null && break
+    sleep 0.1
+  done
+  [ -s "$work/relay.ready" ] || fail "the delay line did not start: $(tail -n 3 "$work/relay.log")"
+  with=$("${pinger[@]}") || fail "host1 cannot ping host3 through the delay line: $with"
+  # "ping ADDR: N/M replies, RTT ms mean A median B min C max D"
+  added=$(awk -v a="$with" -v b="$without" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); printf "%.4f", (x[10] - y[10]) / 2 }')
+  echo "delayed: host3's link to the switch, both directions: a delay line of $delay_ms ms each way (tests/cluster/delay_line.py, user space)"
+  echo "  host1 -> host3 without it: $without"
+  echo "  host1 -> host3 with it:    $with"
+  echo "measured one-way delay added: $added ms (median RTT with minus without, halved; the relay's own latency included)"
+fi
 
 # -- 4. the run ----------------------------------------------------------------------------
 flavour=mpich
@@ -209,6 +258,7 @@ sampler=$!
    timeout "$timeout_s" "${cmd[@]}") > "$work/run.log" 2>&1
 status=$?
 kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+stop_relay
 sed 's/^/  | /' "$work/run.log" | tail -n 30
 [ $status = 0 ] || fail "the run exited with status $status after $((SECONDS - tick)) s"
 echo "the run took $((SECONDS - tick)) s"
