@@ -27,6 +27,11 @@ set_mpiexec_flags "$(command -v mpiexec)" oversubscribe --export MPI_PRIVOPT_TER
 # written its checkpoint and summary (docs/reliability.md, "Ctrl-C twice"); a later one is
 # passed on, and forces the stop. SIGTERM and SIGHUP are passed on as they come.
 force_after=${MPI_PRIVOPT_FORCE_AFTER:-10}
+# MPICH's shared-memory segments in /dev/shm before the job: a job that does not end
+# cleanly leaves its own behind, memory held until the machine restarts; they are removed
+# once it has ended (mpi_privopt/shm_segments.py, docs/reliability.md)
+shm_before=$(mktemp "${TMPDIR:-/tmp}/mpi_privopt-shm.XXXXXX")
+ls -1 /dev/shm 2>/dev/null | grep '^mpich_shm_' > "$shm_before" || true
 set -m
 mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
 job=$!
@@ -56,4 +61,7 @@ while :; do
   kill -0 "$job" 2>/dev/null || break
 done
 wait "$job"
-exit $?
+status=$?
+[ $status = 0 ] || python -m mpi_privopt.shm_segments clean-after "$shm_before"
+rm -f "$shm_before"
+exit $status

@@ -314,6 +314,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("doctor", help="the MPI library mpi4py loaded and whether the "
                                       "launcher on PATH belongs to it")
+    p.add_argument("--remove-left-shm", action="store_true",
+                   help="remove the shared-memory segments that stopped MPI jobs left in "
+                        "/dev/shm (those of this user that no process uses)")
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("report", help="accuracy curve, bytes and privacy per link of a run")

@@ -11,13 +11,27 @@ Two kinds of equality are asserted in this suite, and each test says which it ma
   kernels), under the rule of ``tests/golden/compare.py``.
 """
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from mpi_privopt import shm_segments
+
 # Shared helpers (launch_util: how a test starts a child mpiexec) import as top-level modules.
 sys.path.insert(0, str(Path(__file__).parent))
+
+#: MPICH's segments in /dev/shm when the session started (one process, not a rank)
+_SHM_BEFORE = None if "PMI_RANK" in os.environ or "OMPI_COMM_WORLD_RANK" in os.environ \
+    else shm_segments.snapshot()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The fault tests stop jobs short on purpose, each leaving its MPICH segments in
+    /dev/shm (memory until the machine restarts): remove those of this session."""
+    if _SHM_BEFORE is not None:
+        shm_segments.clean_after(_SHM_BEFORE)
 
 
 class MPI3Comm:

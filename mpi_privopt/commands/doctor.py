@@ -88,8 +88,30 @@ def launcher_name(facts: MPIFacts) -> str:
     return f"{family}: {text}" if text else family
 
 
+def left_shm_line(remove_them: bool) -> str | None:
+    """What stopped jobs left in /dev/shm (mpi_privopt/shm_segments.py), or None."""
+    from .. import shm_segments
+
+    left = shm_segments.left_behind()
+    if not left.names:
+        return None
+    if remove_them:
+        return f"removed the {shm_segments.remove(left).describe()} that no process used"
+    return (f"{left.describe()} that no process uses, left by stopped MPI jobs: "
+            "python -m mpi_privopt doctor --remove-left-shm frees that memory")
+
+
 def main(args) -> int:
     facts = gather_facts()
+    try:
+        return _report(facts)
+    finally:
+        shm = left_shm_line(args.remove_left_shm)
+        if shm:
+            print(f"shared memory {shm}")
+
+
+def _report(facts: MPIFacts) -> int:
     print(f"MPI library   {facts.library} ({facts.vendor} {facts.version}, loaded by mpi4py)")
     print(f"launcher      {facts.launcher or 'none on PATH'}"
           + (f" ({launcher_name(facts)})" if facts.launcher else ""))

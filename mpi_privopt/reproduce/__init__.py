@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import shm_segments
 from ..commands.launch_line import child_environment, launch_flags
 from ..errors import ConfigError
 from ..methods import FAMILIES
@@ -89,6 +90,7 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
     # job's output is read only if it fails: its runs show no progress line of their own
     # (this process shows one over the runs).
     env = {**child_environment(), TERMINAL_VARIABLE: "0"}
+    shm_before = shm_segments.snapshot()
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env=env) as proc:
         try:
@@ -105,6 +107,9 @@ def run_batch(mpiexec: str, ranks: int, module: str, items: list[dict], batch_fi
             except subprocess.TimeoutExpired:
                 proc.kill()
             raise
+        finally:
+            if proc.poll() != 0:  # a job stopped short leaves MPICH's segments in /dev/shm
+                shm_segments.clean_after(shm_before)
     batch_file.unlink(missing_ok=True)
     if proc.returncode != 0:
         end = stderr[-4000:].rstrip()

@@ -90,3 +90,17 @@ def test_the_command_names_the_flag_under_a_hydra_that_takes_it(tmp_path):
     proc = run_child([sys.executable, "-m", "mpi_privopt", "doctor"], env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "many ranks" in proc.stdout and "-memory-alloc-kinds mpi,system" in proc.stdout
+
+
+def test_segments_left_in_dev_shm_are_counted_and_removed_on_request(tmp_path, monkeypatch):
+    from mpi_privopt import shm_segments
+    from mpi_privopt.commands.doctor import left_shm_line
+    monkeypatch.setattr(shm_segments, "SHM", tmp_path)
+    assert left_shm_line(remove_them=False) is None  # nothing left: no line
+    (tmp_path / "mpich_shm_1_0").write_bytes(b"\1" * 4096)
+    (tmp_path / "mpich_shm_2_0").write_bytes(b"\1" * 4096)
+    line = left_shm_line(remove_them=False)
+    assert line.startswith("2 shared-memory segments") and "--remove-left-shm" in line
+    assert len(list(tmp_path.iterdir())) == 2  # only counted
+    assert left_shm_line(remove_them=True).startswith("removed the 2 shared-memory")
+    assert list(tmp_path.iterdir()) == []

@@ -59,3 +59,22 @@ def test_reproduce_help_lists_every_reproduction_and_the_progress_flags(capsys):
     assert all(f"\n  {name} " in out for name in available())
     assert "--progress" in out and "--quiet" in out
 
+
+
+def test_a_failed_batch_leaves_no_shared_memory_segment(tmp_path, monkeypatch):
+    """A job stopped short leaves MPICH's segments in /dev/shm: the failed batch removes
+    the ones that appeared during it and that no process maps."""
+    from mpi_privopt import shm_segments
+    monkeypatch.setattr(shm_segments, "SHM", tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    kept = tmp_path / "shm" / "mpich_shm_before_0"
+    kept.write_bytes(b"x" * 4096)  # there before the job: not this job's
+    fake = tmp_path / "mpiexec"
+    # (asked for its flags first, the fake answers nothing)
+    fake.write_text(f"#!/bin/sh\n[ \"$1\" = -n ] || exit 0\n"
+                    f"head -c 8192 /dev/zero > {tmp_path}/shm/mpich_shm_job_0\nexit 9\n")
+    fake.chmod(0o755)
+    with pytest.raises(BatchFailed, match="exit 9"):
+        run_batch(str(fake), 2, "mpi_privopt.methods.gauthier2024.reproduce", [{"a": 1}],
+                  tmp_path / "batch.json")
+    assert sorted(p.name for p in (tmp_path / "shm").iterdir()) == ["mpich_shm_before_0"]
