@@ -22,12 +22,13 @@ How (why each choice):
 * ``PACKET_VNET_HDR`` on both sockets: veth offloads segmentation (TSO/GSO) and checksums,
   so a frame read from it can be a 64 KB TCP super-frame whose checksum is not yet filled
   in. Sent as plain bytes it fails with EMSGSIZE (longer than the MTU) and, short enough,
-  arrives with a wrong checksum and is dropped by the receiver. The virtio-net header that
-  ``PACKET_VNET_HDR`` prepends carries the segmentation and checksum state across the
-  relay, and the sending kernel segments or completes it as it would have. The other
-  remedies need more: there is no ethtool binary here to turn the offloads off, the
-  SIOCETHTOOL ioctl would have to turn them off on every host's interface (not only on
-  the relay's), and ``gso_max_size`` leaves the checksums partial.
+  arrives with a wrong checksum and is dropped by the receiver (tried: without the header
+  ICMP echo passes but no TCP connection is made, the SYN is dropped). The virtio-net
+  header that ``PACKET_VNET_HDR`` prepends carries the segmentation and checksum state
+  across the relay, and the sending kernel segments or completes it as it would have.
+  The other remedies need more: there is no ethtool binary here to turn the offloads
+  off, the SIOCETHTOOL ioctl would have to turn them off on every host's interface (not
+  only on the relay's), and ``gso_max_size`` leaves the checksums partial.
 * Frames wait in one FIFO per direction (the delay is constant, so the due times are in
   order) and a ``select`` sleeps until a frame arrives or the first one is due: no busy
   waiting. The relay runs SCHED_FIFO where it may (root), so that the processes whose
