@@ -245,7 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=20)
     args = parser.parse_args(argv)
     if args.ping:
-        rtts = ping(args.ping, args.count)
+        try:
+            rtts = ping(args.ping, args.count)
+        except OSError as err:  # not root, or not an IPv4 address
+            print(f"delay_line.py: cannot ping {args.ping}: {err}", file=sys.stderr)
+            return 1
         if not rtts:
             print(f"ping {args.ping}: no reply to {args.count} requests")
             return 1
@@ -257,7 +261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if len(args.ends) != 2 or args.delay_ms < 0:
         parser.error("give two interfaces and --delay-ms >= 0")
-    relay(args.ends[0], args.ends[1], args.delay_ms * 1e-3, args.ready)
+    try:
+        relay(args.ends[0], args.ends[1], args.delay_ms * 1e-3, args.ready)
+    except OSError as err:  # no such interface, or not root
+        print(f"delay_line.py: cannot relay between {args.ends[0]} and {args.ends[1]}: "
+              f"{err}", file=sys.stderr)
+        return 1
     return 0
 
 
