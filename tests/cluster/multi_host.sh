@@ -67,7 +67,8 @@ stop_relay() {  # the delay line's own count of frames, drops and lateness
   [ -n "$relay_pid" ] || return 0
   kill "$relay_pid" 2>/dev/null && wait "$relay_pid" 2>/dev/null
   relay_pid=""
-  grep "^delay line stopped" "$work/relay.log"
+  grep "^delay line stopped" "$work/relay.log" ||
+    { echo "the delay line ended early:"; tail -n 5 "$work/relay.log"; }
 }
 cleanup() {
   local pid ns
