@@ -3,7 +3,8 @@
 One helper for every wait of the package (:func:`wait_request`): the token's receive and
 sends sleep from the first failed test (:func:`wait_sleeping`), an exchange tests for its
 first milliseconds and then sleeps (:func:`wait_exchange`, by the policy
-:func:`set_exchange_wait` chooses), the barriers of set-up and end sleep longer (:func:`sleeping_barrier`).
+:func:`set_exchange_wait` chooses), the barriers of set-up and end sleep longer
+(:func:`sleeping_barrier`).
 docs/performance.md "Waiting" has the measurements behind every constant here.
 """
 from __future__ import annotations
@@ -135,8 +136,9 @@ def sleeping_barrier(comm: MPI.Intracomm, root: int = 0) -> None:
     For the waits on one rank's one-off work (set-up, the run's end). MPI's ``Ibarrier``
     with sleeping waits was tried: its algorithm runs in rounds, and a round advances only
     when its ranks test it, so each round waited for a sleeping rank's next test (at 50
-    ranks the set-up took 3.0 s instead of 2.0 with a 10 ms cap, docs/performance.md
-    "Waiting"). Here a rank waits for one message, which is complete when it arrives.
+    ranks the set-up took 3.0 s instead of 2.0 with a 10 ms cap; docs/performance.md,
+    "The end of a run at 200 ranks"). Here a rank waits for one message, which is
+    complete when it arrives.
     """
     size, rank = comm.Get_size(), comm.Get_rank()
     if size == 1:
