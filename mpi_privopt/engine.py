@@ -36,7 +36,7 @@ from .mpiutil import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network, set_sample_every, wait_sleeping
+from .network import Network, set_sample_every, sleeping_barrier
 from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
@@ -301,7 +301,7 @@ def iterate(s: Session, hold: SignalHold | None = None) -> None:
     iterations, eval_every = s.cfg.run.iterations, s.cfg.run.eval_every
     if s.resumed is None:
         evaluate(s, 0, 0.0)
-    wait_sleeping(s.eval_comm.Ibarrier())  # a long wait: sleep (docs/performance.md)
+    sleeping_barrier(s.eval_comm)  # a long wait: sleep (docs/performance.md)
     first, s.loop.start = loop_start(s.resumed)
     watch = watchdog.arm(s.run_dir, s.comm, s.cfg.run.stall_timeout)
     try:
@@ -371,7 +371,7 @@ def _loop(s: Session, watch, services: list[RunService], first: int, iterations:
     _flush_rows(s)
     loop.eval_seconds += perf_counter() - tick
     # a rank that finished early (a token's non-holders) may wait long here: sleep
-    wait_sleeping(s.eval_comm.Ibarrier())
+    sleeping_barrier(s.eval_comm)
     loop.wall_seconds = perf_counter() - start
 
 

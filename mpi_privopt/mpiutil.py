@@ -24,7 +24,7 @@ from mpi4py import MPI
 
 from .errors import InternalError, UserError
 from .services import faults
-from .network import wait_sleeping
+from .network import sleeping_barrier
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
 
     A step may be long on one rank (rank 0's reference solve, loading a big shard): the
     others wait for it at a barrier that sleeps instead of MPI's polling
-    (:func:`~mpi_privopt.network.wait_sleeping`), then exchange the outcomes.
+    (:func:`~mpi_privopt.network.sleeping_barrier`), then exchange the outcomes.
     """
     failure = cause = None
     result = None
@@ -45,7 +45,7 @@ def agree(comm: MPI.Intracomm, step: Callable[[], T]) -> T:
         result = step()
     except Exception as err:  # noqa: BLE001  (every rank must learn it, a bug too)
         failure, cause = _failure(err, comm.Get_rank()), err
-    wait_sleeping(comm.Ibarrier())
+    sleeping_barrier(comm)
     failures = comm.allgather(failure)
     for rank, failed in enumerate(failures):
         if failed is not None:
@@ -71,7 +71,7 @@ def computed_once(comm: MPI.Intracomm, step: Callable[[], T], root: int = 0) -> 
             payload = (True, step())
         except Exception as err:  # noqa: BLE001  (the others wait for this rank: a bug too)
             payload, cause = (False, _failure(err, root)), err
-    wait_sleeping(comm.Ibarrier())
+    sleeping_barrier(comm)
     ok, value = comm.bcast(payload, root=root)
     if ok:
         return value

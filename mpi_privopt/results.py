@@ -196,6 +196,40 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _numpy_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _compact(value: Any) -> str:
+    # json's C encoder: it runs only without indent (at 200 agents the indenting Python
+    # encoder took 30 s of rank 0's end of run for traffic.json and privacy.json)
+    return json.dumps(value, default=_numpy_default)
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, (dict, list, tuple, np.ndarray))
+
+
+def to_json_text(value: Any, level: int = 0) -> str:
+    """``value`` as JSON laid out for reading: a dict's keys one per line (indented two
+    spaces a level), a list of lists or dicts one element per line (a matrix a row per
+    line), everything else on one line. numpy arrays and scalars as lists and numbers."""
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        value = list(value)
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{_compact({key: 0})[1:-4]}: {to_json_text(item, level + 1)}"
+                 for key, item in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, (list, tuple)) and value and all(map(_is_container, value)):
+        return "[\n" + ",\n".join(inner + _compact(item) for item in value) + f"\n{pad}]"
+    return _compact(value)
+
+
 def write_json(path: Path, data: Any, durable: bool = False) -> None:
     """``data`` as indented JSON at ``path``: the whole file or, if interrupted, none of it.
 
@@ -206,7 +240,7 @@ def write_json(path: Path, data: Any, durable: bool = False) -> None:
     """
     # Infinity is written for unbounded quantities (a non-private link's privacy loss);
     # Python's json and most JSON readers in data tools accept it.
-    text = json.dumps(_jsonable(data), indent=2) + "\n"
+    text = to_json_text(data) + "\n"
     if durable:
         write_durable(path, lambda handle: handle.write(text.encode()))
         return

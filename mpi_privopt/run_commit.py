@@ -41,7 +41,7 @@ from . import topology
 from .methods import ALGORITHMS
 from .errors import UserError
 from .monitor import Evaluation
-from .network import wait_sleeping
+from .network import sleeping_barrier
 from .privacy.report import assumed_note, privacy_report
 from .problems.metrics import REFERENCE
 from .results import write_agent_model
@@ -151,7 +151,7 @@ def finish(s) -> RunResult | None:
     if not s.root:
         # asleep while rank 0 converts and writes the results: a polling wait would take
         # the cores it needs when there are more ranks than cores
-        wait_sleeping(s.eval_comm.Ibarrier())
+        sleeping_barrier(s.eval_comm)
         _agree_written(s, None, end, unsaved)
         return None
 
@@ -175,7 +175,7 @@ def finish(s) -> RunResult | None:
         fault("commit-summary", rank, end)
         failure = try_write(lambda: _write_summary(s, summary))
     s.directory.close()
-    wait_sleeping(s.eval_comm.Ibarrier())  # the other ranks may go on
+    sleeping_barrier(s.eval_comm)  # the other ranks may go on
     _agree_written(s, failure, end, unsaved)
     fault("commit-end", rank, end)
     if unsaved and s.final_state:

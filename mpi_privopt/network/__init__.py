@@ -45,8 +45,9 @@ _EXPORTS = {
     "max_chain": "tags",
     "set_sample_every": "traffic", "sample_every": "traffic",
     **{name: "wait" for name in (
-        "BACKOFF_CAP", "EXCHANGE_SPIN", "EXCHANGE_WAITS", "Backoff", "exchange_wait",
-        "set_exchange_wait", "wait_exchange", "wait_request", "wait_sleeping")},
+        "BACKOFF_CAP", "EXCHANGE_SPIN", "EXCHANGE_WAITS", "ONE_OFF_CAP", "Backoff",
+        "exchange_wait", "set_exchange_wait", "sleep_until", "sleeping_barrier",
+        "wait_exchange", "wait_request", "wait_sleeping")},
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,17 +3,27 @@
 One helper for every wait of the package (:func:`wait_request`): the token's receive and
 sends sleep from the first failed test (:func:`wait_sleeping`), an exchange tests for its
 first milliseconds and then sleeps (:func:`wait_exchange`, by the policy
-:func:`set_exchange_wait` chooses), the sleeping barriers of set-up and end sleep too.
+:func:`set_exchange_wait` chooses), the barriers of set-up and end sleep longer
+(:func:`sleeping_barrier`).
 docs/performance.md "Waiting" has the measurements behind every constant here.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter, sleep
 
 from mpi4py import MPI
 
 #: longest sleep (seconds) between two tests of a request (:class:`Backoff`)
 BACKOFF_CAP = 1e-3
+#: the same in a wait for one rank's one-off work (set-up, the end: :func:`sleeping_barrier`)
+ONE_OFF_CAP = 0.05
+# K ranks waiting with BACKOFF_CAP wake K / BACKOFF_CAP times a second between them, and
+# on a few cores those wake-ups take the cores from the one rank that works: at 200 ranks
+# on 2 cores rank 0's writing of traffic.json and privacy.json, 0.6 s alone, took 42 s of
+# the run's end (docs/performance.md, "The end of a run at 200 ranks"). A doubling
+# backoff oversleeps by at most the time already waited, so a longer cap costs a short
+# wait nothing and a long one-off wait at most ONE_OFF_CAP.
 # The first sleep; doubled after each failed test, so a message that arrives soon is
 # seen soon, and a long wait costs one test per BACKOFF_CAP. 31 us, not 1 us: Linux sleeps
 # at least its ~60 us timer slack anyway, and the five extra wake-ups of a start at 1 us
@@ -63,16 +73,17 @@ class Backoff:
 
 
 def wait_request(request: MPI.Request, status: MPI.Status | None = None,
-                 spin: float = 0.0) -> None:
+                 spin: float = 0.0, cap: float = BACKOFF_CAP) -> None:
     """Complete ``request``: test it for about ``spin`` seconds, then sleep between tests.
 
     The one wait of the package (token, exchange, sleeping barrier). MPICH's own ``Wait``
     polls at 100% of a core for as long as it waits. Here the first ``spin`` seconds
     test the request in a loop that yields the core every few tests (an exchange between
     ranks on their own cores completes within them, and in fewer microseconds than
-    MPICH's ``Wait``); after that the rank sleeps between tests with a :class:`Backoff`,
-    so a rank waiting long, for a stopped neighbour or for the token, costs one test per
-    ``BACKOFF_CAP`` (docs/performance.md "Waiting" has the measurements).
+    MPICH's ``Wait``); after that the rank sleeps between tests with a :class:`Backoff`
+    up to ``cap`` seconds, so a rank waiting long, for a stopped neighbour or for the
+    token, costs one test per ``cap`` (docs/performance.md "Waiting" has the
+    measurements).
 
     The stall watchdog's thread and signal handlers run meanwhile as they do in MPI's
     ``Wait`` (a signal handler only sets a flag, read after the wait).
@@ -90,8 +101,14 @@ def wait_request(request: MPI.Request, status: MPI.Status | None = None,
                 _yield()
         else:
             return
-    backoff = Backoff(BACKOFF_CAP, _BACKOFF_FIRST)
-    while not request.Test(status):
+    sleep_until(lambda: request.Test(status), cap)
+
+
+def sleep_until(done: Callable[[], bool], cap: float = BACKOFF_CAP) -> None:
+    """Call ``done`` until it is true, sleeping between calls (a :class:`Backoff` from 31 us
+    doubling up to ``cap`` seconds)."""
+    backoff = Backoff(cap, _BACKOFF_FIRST)
+    while not done():
         backoff.sleep()
 
 
@@ -103,6 +120,53 @@ def wait_sleeping(request: MPI.Request, status: MPI.Status | None = None) -> Non
     measured CPU time and latency).
     """
     wait_request(request, status, 0.0)
+
+
+#: the tag of :func:`sleeping_barrier`'s messages (point to point: no collective matches
+#: them); at most 32767, the least upper bound on tags an MPI library may have
+BARRIER_TAG = 32_001
+#: the one byte each of its messages carries
+BARRIER_SIGNAL = b"\x00"
+
+
+def sleeping_barrier(comm: MPI.Intracomm, root: int = 0) -> None:
+    """A barrier in which every wait sleeps (up to :data:`ONE_OFF_CAP` between tests): each
+    rank tells ``root`` it is here, ``root`` then tells each to go.
+
+    For the waits on one rank's one-off work (set-up, the run's end). MPI's ``Ibarrier``
+    with sleeping waits was tried: its algorithm runs in rounds, and a round advances only
+    when its ranks test it, so each round waited for a sleeping rank's next test (at 50
+    ranks the set-up took 3.0 s instead of 2.0 with a 10 ms cap; docs/performance.md,
+    "The end of a run at 200 ranks"). Here a rank waits for one message, which is
+    complete when it arrives.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if size == 1:
+        return
+    signal = bytearray(BARRIER_SIGNAL)  # a constant: the barrier carries nothing else
+    if rank == root:
+        others = [r for r in range(size) if r != root]
+        _wait_all_one_off([comm.Irecv(bytearray(1), source=r, tag=BARRIER_TAG)
+                           for r in others])
+        _wait_all_one_off([comm.Isend(signal, dest=r, tag=BARRIER_TAG) for r in others])
+        return
+    go = comm.Irecv(bytearray(1), source=root, tag=BARRIER_TAG)
+    _wait_all_one_off([comm.Isend(signal, dest=root, tag=BARRIER_TAG), go])
+
+
+def _wait_all_one_off(requests: list[MPI.Request]) -> None:
+    # a test that completed some requests is followed by another at once: MPICH receives
+    # one or a few queued messages per test, so sleeping after each (up to the cap) made
+    # the root's 49 receives of a 50-rank barrier take 2 s
+    pending = list(requests)
+    backoff = Backoff(ONE_OFF_CAP, _BACKOFF_FIRST)
+    while pending:
+        done = MPI.Request.Testsome(pending)
+        if done:
+            finished = set(done)
+            pending = [r for i, r in enumerate(pending) if i not in finished]
+        else:
+            backoff.sleep()
 
 
 #: how exchanges wait: ``"backoff"`` (spin, then sleep: :func:`wait_request` with

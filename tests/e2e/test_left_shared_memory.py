@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 @needs_mpiexec
 def test_local_sh_removes_the_segments_of_a_job_whose_rank_was_killed(tmp_path):
     if is_open_mpi():
-        pytest.skip("Open MPI keeps its shared memory in its session directory, not in "
-                    "/dev/shm/mpich_shm_*")
+        pytest.skip("Open MPI's launcher removes its own /dev/shm segments (vader_segment.*) "
+                    "when a rank is killed; only MPICH's are left behind")
     before = shm_segments.snapshot()
     env = child_env({"RANKS": "2", "MPI_PRIVOPT_TEST_FAULT": "kill@iteration:1:5"})
     proc = subprocess.run([str(REPO / "launch" / "local.sh"), "dgd-ridge", "--set",

@@ -6,8 +6,9 @@ recorded instead of done, so nothing here depends on the machine's speed.
 import pytest
 
 from mpi_privopt.network import wait as network
-from mpi_privopt.network import (BACKOFF_CAP, Backoff, exchange_wait, set_exchange_wait,
-                                 wait_exchange, wait_request, wait_sleeping)
+from mpi_privopt.network import (BACKOFF_CAP, ONE_OFF_CAP, Backoff, exchange_wait,
+                                 set_exchange_wait, sleep_until, wait_exchange, wait_request,
+                                 wait_sleeping)
 
 
 class Request:
@@ -93,3 +94,14 @@ def test_the_exchange_wait_policy_switches_between_backoff_and_mpi_s_own_wait(re
     request = Request(after=3)
     wait_exchange(request)
     assert request.waits == 0 and request.tests == 3 and recorded["sleep"] == []
+
+
+def test_a_one_off_wait_sleeps_doubling_up_to_its_longer_cap(recorded):
+    """The others' wait while one rank does the one-off work of set-up or the end
+    (sleeping_barrier): its sleeps double from the same first sleep up to ONE_OFF_CAP."""
+    request = Request(after=16)
+    sleep_until(request.Test, ONE_OFF_CAP)
+    sleeps = recorded["sleep"]
+    assert request.tests == 16 and recorded["yield"] == 0
+    assert sleeps[:12] == [BACKOFF_CAP / 32 * 2 ** k for k in range(11)] + [ONE_OFF_CAP]
+    assert ONE_OFF_CAP > BACKOFF_CAP and max(sleeps) == ONE_OFF_CAP
