@@ -27,17 +27,25 @@ set_mpiexec_flags "$(command -v mpiexec)" oversubscribe --export MPI_PRIVOPT_TER
 # written its checkpoint and summary (docs/reliability.md, "Ctrl-C twice"); a later one is
 # passed on, and forces the stop. SIGTERM and SIGHUP are passed on as they come.
 force_after=${MPI_PRIVOPT_FORCE_AFTER:-10}
+if ! [[ $force_after =~ ^[0-9]+$ ]]; then  # whole seconds; "10s" or "2.5" would pass it on
+  echo "mpi_privopt: error: MPI_PRIVOPT_FORCE_AFTER=$force_after is not a whole number of" \
+       "seconds" >&2
+  echo "how to fix: give seconds as digits, e.g. MPI_PRIVOPT_FORCE_AFTER=10" >&2
+  exit 2
+fi
 # MPICH's shared-memory segments in /dev/shm before the job: a job that does not end
 # cleanly leaves its own behind, memory held until the machine restarts; they are removed
 # once it has ended (mpi_privopt/shm_segments.py, docs/reliability.md)
 shm_before=$(mktemp "${TMPDIR:-/tmp}/mpi_privopt-shm.XXXXXX")
 ls -1 /dev/shm 2>/dev/null | grep '^mpich_shm_' > "$shm_before" || true
-set -m
-mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
-job=$!
-set +m +e
+job=
 first_interrupt=
 pass_on() {
+  job=${job:-$!}  # (the launcher's pid, if it started just before this signal)
+  if [ -z "$job" ]; then  # before the launcher started: nothing runs yet, stop here
+    rm -f "$shm_before"
+    case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
+  fi
   if [ "$1" = INT ]; then
     if [ -n "$first_interrupt" ] && (( SECONDS - first_interrupt < force_after )); then
       echo "mpi_privopt: already stopping: every rank ends its iteration and writes its" \
@@ -51,9 +59,15 @@ pass_on() {
   kill -s "$1" "$job" 2>/dev/null
   return 0
 }
+# the traps before the launcher starts: a Ctrl-C in between must not leave it running
+# (the launcher itself starts with the default handlers, as every child does)
 trap 'pass_on INT' INT
 trap 'pass_on TERM' TERM
 trap 'pass_on HUP' HUP
+set -m
+mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
+job=$!
+set +m +e
 # wait returns early (status above 128) when a signal is trapped: wait again until the
 # launcher has ended, then give its exit status
 while :; do

@@ -150,7 +150,8 @@ def _judge(owner: dict | None) -> tuple[str, str]:
 def _parse(data: bytes) -> dict | None:
     try:
         owner = json.loads(data)
-        if int(owner["pid"]) > 0 and isinstance(owner["host"], str):
+        # a pid the kernel can hold (pid_max is at most 2**22): a larger one is damage
+        if 0 < int(owner["pid"]) < 2**31 and isinstance(owner["host"], str):
             return owner
     except (ValueError, KeyError, TypeError):
         pass

@@ -168,13 +168,25 @@ def read_record(path: Path, info: dict, rank: int) -> dict:
     tree_line, _, arrays = rest.partition(b"\n")
     try:
         meta, tree = json.loads(meta_line), json.loads(tree_line)
-    except ValueError as err:  # its checksum matched: written so by a faulty writer
-        raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: {err}",
-                                "start a new run") from None
-    if not isinstance(meta, dict) or not arrays:
+    # its checksum matched: written so by a faulty writer, or made to (nested past
+    # Python's recursion limit); every rank must learn it, never a traceback on one
+    except (ValueError, RecursionError) as err:
+        raise CheckpointDamaged(f"the checkpoint file {path} cannot be read: "
+                                f"{type(err).__name__}: {err}", "start a new run") from None
+    if not isinstance(meta, dict) or not arrays or not _meta_complete(meta):
         raise CheckpointDamaged(f"the checkpoint file {path} holds no checkpoint record",
                                 "start a new run")
     return {"meta": meta, "state": (tree, arrays)}
+
+
+#: what a resume reads from a record's metadata, and its type
+_META_TYPES = {"iteration": int, "algorithm_seconds": (int, float),
+               "eval_seconds": (int, float), "ledger": dict}
+
+
+def _meta_complete(meta: dict) -> bool:
+    return all(isinstance(meta.get(key), kinds) and not isinstance(meta.get(key), bool)
+               for key, kinds in _META_TYPES.items())
 
 
 def read_meta(path: str | Path, info: dict | None = None, rank: int = 0) -> dict:

@@ -33,6 +33,8 @@ Resumes made before this log existed are not in it.
 """
 from __future__ import annotations
 
+import math
+
 import json
 from pathlib import Path
 
@@ -108,13 +110,16 @@ def gap_windows(info: dict, damaged_latest: int | None, every: int, entries: lis
     """
     start = int(info["iteration"])
     reach = start if damaged_latest is None else max(start, damaged_latest)
-    cap = max([reach, *([config_iterations] if config_iterations else []),
-               *(e["iterations"] for e in entries)])
-    if not every and not config_iterations and not entries:
+    lengths = [*([config_iterations] if config_iterations else []),
+               *(e["iterations"] for e in entries)]
+    if not every and not lengths:
         raise ConfigError("the run directory's config.toml cannot be read: how far the "
                           "run went after its checkpoint cannot be bounded",
                           "restore config.toml from a copy of the run directory, or "
                           "start a new run")
+    # no run length known: the next periodic checkpoint still bounds a session (it would
+    # have been written), so the window runs to it, never to the checkpoint itself
+    cap = max([reach, *lengths]) if lengths else math.inf
     # without periodic checkpoints (every = 0) a checkpoint is only ever a run's end
     writer_ended = damaged_latest is None and (
         bool(info.get("final")) or not every or start % every != 0)

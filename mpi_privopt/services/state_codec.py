@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from .state_decoder import decode_state
-from .state_rules import (BIT_GENERATORS, FLOAT_RUN, LITERALS, StateDecodeError,
+from .state_rules import (BIT_GENERATORS, BUILTIN_VALUES, FLOAT_RUN, LITERALS, StateDecodeError,
                           StateEncodeError, dunder, method_ok, refusal, trusted_modules,
                           within)
 
@@ -178,6 +178,10 @@ class _Encoder:
             # the resume's fresh set-up (checkpoint.restore_state)
             state = {key: state[key] for key in ("agent", *fields) if key in state}
         if type(state) is dict and all(type(k) is str for k in state):
+            hidden = next((k for k in state if k.startswith("__")), None)
+            if hidden is not None:  # the reader refuses it: say so now, not at the resume
+                raise StateEncodeError(f"{name} has an attribute {hidden!r}: a checkpoint "
+                                       "never writes __dunder__ attributes")
             # its attributes (the usual case), as a plain map: the dict is the object's
             # own, never shared, so it needs no number of its own
             node["fields"] = {k: self.encode(v) for k, v in state.items()}
@@ -190,8 +194,8 @@ def _object_class(kind: type, roots: tuple[str, ...]) -> str:
     """The name an object of class ``kind`` is written under, once it is known to be
     one a checkpoint may hold as attributes."""
     name = _class_name(kind, roots)
-    if issubclass(kind, (tuple, list, dict, set, frozenset, np.ndarray, np.generic)):
-        raise StateEncodeError(f"{name} subclasses a builtin container, which a "
+    if issubclass(kind, BUILTIN_VALUES):
+        raise StateEncodeError(f"{name} subclasses a builtin container or value, which a "
                                "checkpoint does not save")
     if kind.__reduce_ex__ is not object.__reduce_ex__ or \
             kind.__reduce__ is not object.__reduce__:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .state_rules import (BIT_GENERATORS, LITERALS, StateDecodeError, dunder, method_ok,
-                          refusal, within)
+from .state_rules import (BIT_GENERATORS, BUILTIN_VALUES, LITERALS, StateDecodeError,
+                          dunder, method_ok, refusal, within)
 
 __all__ = ["decode_state"]
 
@@ -123,6 +123,8 @@ class _Decoder:
             if isinstance(part, dict) and any(map(_dunder_key, part)):
                 raise StateDecodeError(f"the state of a {cls.__qualname__} sets a "
                                        "__dunder__ attribute, which a checkpoint never writes")
+        if state is None:  # as pickle: an object without attributes has no state to set
+            return obj
         if setstate:
             obj.__setstate__(state)
             return obj
@@ -143,7 +145,7 @@ class _Decoder:
         cls = self.cls(name)
         if cls.__reduce_ex__ is not object.__reduce_ex__ or \
                 cls.__reduce__ is not object.__reduce__ or \
-                issubclass(cls, (tuple, list, dict, set, frozenset, np.ndarray)):
+                issubclass(cls, BUILTIN_VALUES):
             raise StateDecodeError(f"the state names {cls.__module__}.{cls.__qualname__}, "
                                    "a class a checkpoint never writes as attributes")
         return cls
@@ -226,7 +228,10 @@ def _set(dec: _Decoder, node: dict) -> set:
 
 def _scalar(dec: _Decoder, node: dict) -> np.generic:
     dtype = _dtype(node["scalar"])
-    return np.frombuffer(bytes.fromhex(node["hex"]), dtype=dtype)[0].copy()
+    raw = bytes.fromhex(node["hex"])
+    if len(raw) != dtype.itemsize:
+        raise StateDecodeError(f"a {dtype} scalar of {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=dtype)[0].copy()
 
 
 def _dtype(descr: Any) -> np.dtype:
@@ -277,7 +282,10 @@ def decode_state(tree: Any, arrays: bytes, externals: dict[str, Any],
             return _Decoder(archive, externals, trusted).decode(tree)
         except StateDecodeError:
             raise
-        # a malformed node, or an array member numpy will not read without pickle
-        except (KeyError, TypeError, AttributeError, ValueError, OSError) as err:
+        # a malformed node, an array member numpy will not read without pickle, a class
+        # path naming no module, a number past its type's range, nesting past Python's
+        # recursion limit
+        except (KeyError, TypeError, AttributeError, ValueError, OSError, IndexError,
+                ImportError, ArithmeticError, RecursionError) as err:
             raise StateDecodeError(f"the state is malformed ({type(err).__name__}: "
                                    f"{err})") from None

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BIT_GENERATORS", "FLOAT_RUN", "LITERALS", "StateDecodeError", "StateEncodeError",
+__all__ = ["BIT_GENERATORS", "BUILTIN_VALUES", "FLOAT_RUN", "LITERALS", "StateDecodeError", "StateEncodeError",
            "dunder", "method_ok", "refusal", "trusted_modules", "within"]
 
 #: numpy's bit generators a state may hold, by name
@@ -19,6 +19,10 @@ BIT_GENERATORS = {cls.__name__: cls for cls in (
 LITERALS = (type(None), bool, int, float, str)
 #: a list of at least this many floats is written as an array member
 FLOAT_RUN = 16
+#: builtin types whose subclasses a checkpoint does not hold as objects: their value is
+#: not in their attributes (a subclass of str would come back as "")
+BUILTIN_VALUES = (tuple, list, dict, set, frozenset, str, bytes, bytearray, int, float,
+                  complex, np.ndarray, np.generic)
 
 
 class StateEncodeError(TypeError):

@@ -78,3 +78,17 @@ def test_a_ctrl_c_after_the_grace_period_is_passed_on(tmp_path):
     _ctrl_c_twice(job, paused)
     _, stderr = job.communicate(timeout=TIMEOUT)
     assert "already stopping" not in stderr
+
+
+def test_a_grace_period_that_is_not_whole_seconds_is_refused_before_the_job(tmp_path):
+    """"10s" or "2.5" made the shell's arithmetic fail, and the second Ctrl-C was then
+    passed on: now one message, exit 2, nothing started."""
+    env = child_env({"RANKS": "2", "MPI_PRIVOPT_FORCE_AFTER": "2.5"})
+    proc = subprocess.run([str(REPO / "launch" / "local.sh"), "dgd-ridge", "--out",
+                           str(tmp_path / "run")], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "mpi_privopt: error: MPI_PRIVOPT_FORCE_AFTER=2.5 is not a whole number of seconds",
+        "how to fix: give seconds as digits, e.g. MPI_PRIVOPT_FORCE_AFTER=10"]
+    assert not (tmp_path / "run").exists()

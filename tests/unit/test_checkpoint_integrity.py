@@ -22,6 +22,12 @@ from mpi_privopt.topology import graph_hash
 WHO = {"run": "abc", "rank": 1, "iteration": 8, "ranks": 4}
 
 
+def _meta(iteration: int) -> dict:
+    """A record's metadata as a checkpoint writes it (what a resume reads from it)."""
+    return {"iteration": iteration, "algorithm_seconds": 1.0, "eval_seconds": 0.5,
+            "ledger": {}}
+
+
 def _file(payload: bytes = b"payload bytes") -> tuple[bytes, str]:
     return encode_rank_file(WHO, payload)
 
@@ -33,7 +39,7 @@ def test_a_rank_file_gives_its_payload_back_only_when_it_checks(tmp_path):
 
 def test_every_single_bit_flip_of_a_rank_file_is_found(tmp_path):
     # all of them, in the first line, the header and the payload: none reaches the payload
-    data, digest = _file(checkpoint_files.encode_record({"iteration": 8},
+    data, digest = _file(checkpoint_files.encode_record(_meta(8),
                                                         encode_state({"x": [1.5]}, {})))
     for bit in range(8 * len(data)):
         flipped = bytearray(data)
@@ -111,7 +117,7 @@ def _checkpoint(run_dir, iteration: int, noise: str = "fast", run: str = "abc") 
     """One rank's checkpoint of ``iteration`` (a metadata-only record) and its pointer."""
     folder = checkpoint_files.checkpoint_dir(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    record = checkpoint_files.encode_record({"iteration": iteration}, encode_state({}, {}))
+    record = checkpoint_files.encode_record(_meta(iteration), encode_state({}, {}))
     data, digest = encode_rank_file({"run": run, "rank": 0, "iteration": iteration,
                                      "ranks": 1}, record)
     checkpoint_files.state_path(run_dir, 0, iteration).write_bytes(data)
@@ -134,7 +140,7 @@ def _flip(path, at: int = -5) -> None:
 def test_the_latest_checkpoint_is_used_when_it_checks(tmp_path):
     _two_checkpoints(tmp_path)
     info, record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
-    assert info["iteration"] == 8 and record["meta"] == {"iteration": 8} and warning is None
+    assert info["iteration"] == 8 and record["meta"] == _meta(8) and warning is None
     assert damaged is None
 
 
@@ -142,7 +148,7 @@ def test_a_damaged_latest_falls_back_to_the_previous_with_a_warning(tmp_path):
     _two_checkpoints(tmp_path)
     _flip(checkpoint_files.state_path(tmp_path, 0, 8))
     info, record, warning, damaged = checkpoint_choice.choose(_OneRank(), tmp_path, 0)
-    assert info["iteration"] == 4 and record["meta"] == {"iteration": 4} and damaged == 8
+    assert info["iteration"] == 4 and record["meta"] == _meta(4) and damaged == 8
     assert "rank-0-iter-8.ckpt is damaged" in warning
     assert "resuming from the previous checkpoint, of iteration 4" in warning
     # the budget: what is released again is what was released before, and it says so
@@ -272,3 +278,20 @@ def test_a_pickled_checkpoint_of_format_2_is_one_message_with_its_fix(tmp_path):
     old = b"mpi_privopt-checkpoint 2 %d %s\n" % (len(body), b"0" * 64) + body
     with pytest.raises(CheckpointDamaged, match="has format 2, this version reads format 3"):
         decode_rank_file(tmp_path / "f", old, WHO)
+
+
+@pytest.mark.parametrize("meta, tree", [
+    (b'{"iteration": 8}', b"[]"),                 # no ledger, no times: no record
+    (b"{}", b"[]"),
+    (b'{"iteration": 8, "algorithm_seconds": 1, "eval_seconds": 0, "ledger": {}}',
+     b"[" * 200_000 + b"]" * 200_000),             # nested past the recursion limit
+])
+def test_a_record_that_checks_but_is_not_one_is_one_message(tmp_path, meta, tree):
+    """Its checksum matches (anyone can compute one), so it is read: a bad record must
+    still be CheckpointDamaged on its rank, never another error (the others would wait)."""
+    data, digest = encode_rank_file(WHO, meta + b"\n" + tree + b"\n" + b"arrays")
+    path = tmp_path / "rank-1.ckpt"
+    path.write_bytes(data)
+    info = {"run": "abc", "iteration": 8, "ranks": 4, "files": [None, digest, None, None]}
+    with pytest.raises(CheckpointDamaged):
+        checkpoint_files.read_record(path, info, 1)

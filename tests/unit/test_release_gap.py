@@ -126,3 +126,10 @@ def test_the_budget_check_of_a_resume_counts_the_booked_iterations():
     with pytest.raises(ConfigError, match="5 iterations of it booked as released before "
                                           r"an interruption \(assumed\)"):
         refuse_overspend(ctx(booked=True), 16)
+
+
+def test_an_unknown_run_length_still_bounds_a_session_by_its_next_checkpoint():
+    """config.toml unreadable and no resume logged: the session that wrote checkpoint 100
+    (every 50) may have run to 150, never 'nothing' (it booked nothing before)."""
+    assert gap_windows(_info(100), None, 50, [], None) == [(101, 150)]
+    assert gap_windows(_info(100, final=True), None, 50, [], None) == []

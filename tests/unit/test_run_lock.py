@@ -185,3 +185,10 @@ def test_a_file_system_without_hard_links_gets_an_exclusive_create(tmp_path, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == [CLAIM_FILE]
     with pytest.raises(RunDirInUse, match="in use by another run"):
         claim(tmp_path, "--out x")
+
+
+def test_a_claim_naming_a_pid_no_kernel_holds_is_damage_not_a_traceback():
+    """os.kill(2**40, 0) raises OverflowError: such a claim is read as damaged (no owner)."""
+    from mpi_privopt.run_lock import _judge, _parse
+    assert _parse(b'{"pid": 1099511627776, "host": "h"}') is None
+    assert _judge(None)[0] == "gone"

@@ -249,3 +249,47 @@ def test_no_checkpoint_module_imports_pickle():
                     for alias in node.names} | {
             node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert "pickle" not in imported, name
+
+
+@pytest.mark.parametrize("tree", [
+    {"scalar": "<f8", "hex": "", "#": 0},                      # no bytes for the scalar
+    {"scalar": "<f8", "hex": "00" * 9, "#": 0},                # one byte too many
+    _class("mpi_privopt.nope:Foo"),                            # a module that is not there
+    {"bitgen": "PCG64", "#": 0, "state": {"state": {"state": 2**200, "inc": 1},
+                                           "has_uint32": 0, "uinteger": 0}},
+    None,                                                      # nested: made below
+])
+def test_a_malformed_state_is_one_refusal_never_a_traceback(tree):
+    if tree is None:  # nested past Python's recursion limit
+        tree = {"list": [], "#": 0}
+        for n in range(1, 3000):
+            tree = {"list": [tree], "#": n}
+    _tree, arrays = encode_state({}, {}, TRUSTED)
+    with pytest.raises(StateDecodeError):
+        decode_state(tree, arrays, {})
+
+
+class _Text(str):
+    """A str subclass: its value is not in its attributes."""
+
+
+def test_a_subclass_of_a_builtin_value_or_a_dunder_attribute_is_refused_when_saved():
+    with pytest.raises(StateEncodeError, match="builtin container or value"):
+        encode_state({"x": _Text("abc")}, {}, TRUSTED)
+    holder = _Holder()
+    holder.__dict__["__note"] = 1
+    with pytest.raises(StateEncodeError, match="'__note'"):
+        encode_state({"h": holder}, {}, TRUSTED)
+
+
+class _Empty:
+    """No attributes: Python 3.11's object.__getstate__ gives None (pickle then sets
+    nothing); a class with __setstate__ must not be handed None."""
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+def test_an_object_without_attributes_comes_back():
+    tree, arrays = encode_state({"e": _Empty()}, {}, TRUSTED)
+    assert isinstance(decode_state(tree, arrays, {}, TRUSTED)["e"], _Empty)
