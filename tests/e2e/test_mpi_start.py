@@ -14,7 +14,7 @@ TIME_LIMIT = 300
 #: one rank: ``run`` through the command line, noting at task 0's gate whether the engine
 #: is imported and MPI started, and at exit MPI's thread level and finalization plan
 RANK = """
-import atexit, json, sys
+import atexit, json, os, sys
 import mpi4py
 from mpi_privopt import cli, prelaunch
 seen = {}
@@ -34,7 +34,10 @@ def report():
     seen["multiple"] = MPI.Query_thread() == MPI.THREAD_MULTIPLE
     seen["finalize_at_exit"] = mpi4py.rc.finalize
     seen["heavy"] = [m for m in HEAVY if m in sys.modules]
-    print("SEEN " + json.dumps(seen), flush=True)
+    # a file per rank: lines the ranks print as they leave together can interleave in
+    # the launcher's output
+    with open(f"{os.environ['SEEN_DIR']}/rank-{seen['rank']}.json", "w") as f:
+        json.dump(seen, f)
 atexit.register(report)
 cli.main(sys.argv[1:])
 """
@@ -47,11 +50,11 @@ def test_every_task_imports_the_engine_before_mpi_starts(tmp_path):
     proc = run_mpiexec(3, [sys.executable, "-m", "mpi4py", str(script), "run",
                            "--set", "run.iterations=3", "--out", str(tmp_path / "out"),
                            "--quiet"],
-                       timeout=TIME_LIMIT, env={CACHE_ENV: str(tmp_path / "cache")})
+                       timeout=TIME_LIMIT, env={CACHE_ENV: str(tmp_path / "cache"),
+                                                "SEEN_DIR": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
-    seen = sorted((json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines()
-                   if line.startswith("SEEN ")), key=lambda s: s["rank"])
-    assert [s["rank"] for s in seen] == [0, 1, 2], proc.stdout
+    seen = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in range(3)]
+    assert [s["rank"] for s in seen] == [0, 1, 2], seen
     for s in seen:
         assert s["engine_at_gate"] and not s["mpi_started_at_gate"], s
         assert s["multiple"] and s["finalize_at_exit"] is True, s
