@@ -73,17 +73,16 @@ class Backoff:
 
 
 def wait_request(request: MPI.Request, status: MPI.Status | None = None,
-                 spin: float = 0.0, cap: float = BACKOFF_CAP) -> None:
+                 spin: float = 0.0) -> None:
     """Complete ``request``: test it for about ``spin`` seconds, then sleep between tests.
 
     The one wait of the package (token, exchange, sleeping barrier). MPICH's own ``Wait``
     polls at 100% of a core for as long as it waits. Here the first ``spin`` seconds
     test the request in a loop that yields the core every few tests (an exchange between
     ranks on their own cores completes within them, and in fewer microseconds than
-    MPICH's ``Wait``); after that the rank sleeps between tests with a :class:`Backoff`
-    up to ``cap`` seconds, so a rank waiting long, for a stopped neighbour or for the
-    token, costs one test per ``cap`` (docs/performance.md "Waiting" has the
-    measurements).
+    MPICH's ``Wait``); after that the rank sleeps between tests with a :class:`Backoff`,
+    so a rank waiting long, for a stopped neighbour or for the token, costs one test per
+    ``BACKOFF_CAP`` (docs/performance.md "Waiting" has the measurements).
 
     The stall watchdog's thread and signal handlers run meanwhile as they do in MPI's
     ``Wait`` (a signal handler only sets a flag, read after the wait).
@@ -101,7 +100,7 @@ def wait_request(request: MPI.Request, status: MPI.Status | None = None,
                 _yield()
         else:
             return
-    sleep_until(lambda: request.Test(status), cap)
+    sleep_until(lambda: request.Test(status))
 
 
 def sleep_until(done: Callable[[], bool], cap: float = BACKOFF_CAP) -> None:
