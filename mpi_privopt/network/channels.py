@@ -191,18 +191,20 @@ class BroadcastChannel:
         counters = self._counters
         if counters is None:
             counters = self._counters = net.meter.counters(self.phase)
-        start = perf_counter()
         every = traffic.every_n  # every N-th exchange is timed per in-link
-        if every and not counters.all_messages % every:
+        timed = every and not counters.all_messages % every
+        # booked before the release can leave, so a wait that never completes (a
+        # neighbour killed) cannot leave it unbooked
+        net._sent_broadcast(release, self.phase, counters, self._nbytes)
+        start = perf_counter()
+        if timed:
             net.link_timer.timed(net.comm, self.phase, lambda: _started(request))
         else:
             request.Start()
             # a message already there is taken without the wait's two calls
             if not request.Test():
                 wait_exchange(request)
-        elapsed = perf_counter() - start
-        net._account_broadcast(release, self.received, self.phase, counters, self._nbytes,
-                               elapsed)
+        net._completed_broadcast(self.received, self.phase, counters, perf_counter() - start)
         following = self._following[index]
         self.last_sent = payload
         self.outgoing = self.sends[following]

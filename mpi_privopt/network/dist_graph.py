@@ -179,17 +179,17 @@ class Network:
                 f"agent {self.rank} cannot receive from agent {source}: it is not an "
                 f"in-neighbour (in-neighbours: {self.in_neighbors})")
 
-    def _account_broadcast(self, release: Release, out: np.ndarray, phase: str,
-                           counters, nbytes: int, elapsed: float) -> None:
-        """Meter, book and show a completed broadcast (shared by broadcast and channels).
+    def _sent_broadcast(self, release: Release, phase: str, counters, nbytes: int) -> None:
+        """Meter and book a broadcast about to start (shared by broadcast and channels):
+        booked before MPI has the send buffer, so an exchange that never completes (a
+        neighbour killed, a stall) cannot leave a release that may have left unbooked.
 
-        ``counters``: the meter's counters of ``phase``, looked up by the caller (a
-        channel keeps them).
+        ``counters``: the meter's counters of the broadcast's phase, looked up by the
+        caller (a channel keeps them).
         """
         # TrafficMeter.record_all, written out: one call less on every iteration
         counters.all_messages += 1
         counters.all_bytes += nbytes
-        counters.all_seconds += elapsed
         books = self._books
         if books is None:
             books = self._broadcast_books()
@@ -198,6 +198,12 @@ class Network:
                 book(release)
         elif self._listeners:
             self._book(release, self.out_neighbors, phase)
+
+    def _completed_broadcast(self, out: np.ndarray, phase: str, counters,
+                             elapsed: float) -> None:
+        """Time a completed broadcast (``elapsed`` seconds in MPI) and show its received
+        data ``out`` to the receive listeners."""
+        counters.all_seconds += elapsed
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
 
@@ -219,14 +225,17 @@ class Network:
         if self.guards:
             self._admit([(release, receivers)], phase)
         counters = self.meter.by_phase.get(phase) or self.meter.counters(phase)
+        timed = self.link_timer.due(counters.all_messages)
+        # booked before the release can leave (see BroadcastChannel.exchange)
+        self._sent_broadcast(release, phase, counters, payload.nbytes)
         start = perf_counter()
-        if self.link_timer.due(counters.all_messages):
+        if timed:
             self.link_timer.timed(self.comm, phase,
                                   lambda: self.comm.Ineighbor_allgather(payload, out))
         else:
             wait_exchange(self.comm.Ineighbor_allgather(payload, out))
-        self._account_broadcast(release, out, phase, counters, payload.nbytes,
-                                perf_counter() - start)
+        elapsed = perf_counter() - start
+        self._completed_broadcast(out, phase, counters, elapsed)
         return out
 
     def broadcast_channel(self, phase: str, shape: int | tuple[int, ...],
@@ -282,6 +291,7 @@ class Network:
         out = self._gather_buffer(sendbuf[0], out)
         if self.guards:
             self._admit([(r, (d,)) for r, d in zip(releases, self.out_neighbors)], phase)
+        self._book_each(releases, phase)  # before they can leave (BroadcastChannel.exchange)
         start = perf_counter()
         counters = self.meter.counters(phase)
         if self.link_timer.due(counters.all_messages):
@@ -290,7 +300,6 @@ class Network:
         else:
             wait_exchange(self.comm.Ineighbor_alltoall(sendbuf, out))
         self.meter.record_all(phase, sendbuf[0].nbytes, perf_counter() - start)
-        self._book_each(releases, phase)
         if self.receive_listeners:
             self._observe(out, self.in_neighbors, phase)
         return out
@@ -321,10 +330,10 @@ class Network:
         payload = self._payload(release)
         if self.guards:
             self._admit([(release, self._single[dest])], phase)
+        self._book(release, self._single[dest], phase)  # before it can leave
         start = perf_counter()
         wait_exchange(self.comm.Isend(payload, dest=dest, tag=self.message_tag(phase, chain)))
         self.meter.record_link(phase, link, payload.nbytes, perf_counter() - start)
-        self._book(release, self._single[dest], phase)
 
     def isend(self, dest: int, release: Release, phase: str, chain: int = 0) -> PendingExchange:
         """Nonblocking :meth:`send`."""

@@ -116,9 +116,9 @@ def link_unnoised(monkeypatch, comm):
             clean["value"] = np.array(value, dtype=float, copy=True)
         return release(self, value, sensitivity, scale, out=out, record=record)
 
-    account = Network._account_broadcast
+    account = Network._completed_broadcast
 
-    def deliver_clean(self, rel, out, phase, counters, nbytes, elapsed):
+    def deliver_clean(self, out, phase, counters, elapsed):
         if self.rank == sender and receiver in self.out_neighbors:
             comm.Send(clean["value"], dest=receiver, tag=tag)
         if self.rank == receiver and sender in self.in_neighbors:
@@ -126,10 +126,10 @@ def link_unnoised(monkeypatch, comm):
             got = np.empty_like(out[row])
             comm.Recv(got, source=sender, tag=tag)
             out[row] = got
-        return account(self, rel, out, phase, counters, nbytes, elapsed)
+        return account(self, out, phase, counters, elapsed)
 
     monkeypatch.setattr(GaussianMechanism, "release", keep_clean)
-    monkeypatch.setattr(Network, "_account_broadcast", deliver_clean)
+    monkeypatch.setattr(Network, "_completed_broadcast", deliver_clean)
     return sender, receiver
 
 

@@ -64,6 +64,51 @@ def test_every_exchange_is_metered_and_booked(net):
     assert ledger.total.releases == ledger.total.nonprivate == 5
 
 
+class NeighbourGone(Exception):
+    """What a wait that never completes ends with (a stall, a killed neighbour)."""
+
+
+def _failing_wait(request, status=None):
+    raise NeighbourGone
+
+
+class _NeverDone:
+    """A persistent request whose exchange never completes."""
+
+    def Start(self):  # noqa: N802 (the mpi4py names)
+        pass
+
+    def Test(self, status=None):  # noqa: N802
+        return False
+
+    def Free(self):  # noqa: N802
+        pass
+
+
+@pytest.mark.parametrize("via", ["channel", "broadcast"])
+def test_a_release_is_booked_before_it_can_leave(net, monkeypatch, via):
+    # a release MPI may already have delivered stays booked when its wait fails
+    import mpi_privopt.network.channels as channels
+    import mpi_privopt.network.dist_graph as dist_graph
+    ledger = Ledger(0, [], 1e-5)
+    net.add_listener(ledger)
+    channel = net.broadcast_channel("x", 4)
+    release = Release.nonprivate(channel.sends[0])
+    channel.exchange(release)                    # once through (the request started once)
+    monkeypatch.setattr(channels, "wait_exchange", _failing_wait)
+    monkeypatch.setattr(dist_graph, "wait_exchange", _failing_wait)
+    channel.free()
+    channel._requests = [_NeverDone()]
+    with pytest.raises(NeighbourGone):
+        if via == "channel":
+            channel.exchange(release)
+        else:
+            net.broadcast(release, "x", out=np.empty((0, 4)))
+    counters = net.meter.counters("x")
+    assert counters.all_messages == 2 and counters.all_bytes == 2 * 4 * 8
+    assert ledger.total.releases == ledger.total.nonprivate == 2
+
+
 def test_a_guard_refuses_before_anything_is_sent(net):
     channel = net.broadcast_channel("x", 3)
     net.guards.append(Refuse())
