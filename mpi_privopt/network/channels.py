@@ -193,8 +193,8 @@ class BroadcastChannel:
             counters = self._counters = net.meter.counters(self.phase)
         every = traffic.every_n  # every N-th exchange is timed per in-link
         timed = every and not counters.all_messages % every
-        # booked before the release can leave, so a wait that never completes (a
-        # neighbour killed) cannot leave it unbooked
+        # booked before the release can leave, so a wait that ends in an exception
+        # cannot leave it out of the ledger
         net._sent_broadcast(release, self.phase, counters, self._nbytes)
         start = perf_counter()
         if timed:

@@ -181,8 +181,8 @@ class Network:
 
     def _sent_broadcast(self, release: Release, phase: str, counters, nbytes: int) -> None:
         """Meter and book a broadcast about to start (shared by broadcast and channels):
-        booked before MPI has the send buffer, so an exchange that never completes (a
-        neighbour killed, a stall) cannot leave a release that may have left unbooked.
+        booked before MPI has the send buffer, so a wait that ends in an exception cannot
+        leave out of the ledger a release that may have been delivered.
 
         ``counters``: the meter's counters of the broadcast's phase, looked up by the
         caller (a channel keeps them).
