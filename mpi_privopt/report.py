@@ -93,7 +93,7 @@ def incomplete_text(run: dict) -> str:
             sent = f", {record['bytes_sent']} bytes sent" if "bytes_sent" in record else ""
             label = f"; {record['epsilon_label']}" if record.get("epsilon_label") else ""
             lines.append(f"  agent {k}: {record['total']['releases']} releases, epsilon "
-                         f"{display.loss(eps)} at delta {record['delta']:g} (budget "
+                         f"{display.loss(eps)} at delta {display.exact(record['delta'])} (budget "
                          f"{display.exact(record['budget'])}{label}){sent}")
         unknown = sorted(set(range(_agents(run['path']))) - set(stopped))
         if unknown:
@@ -133,7 +133,7 @@ def _failed_text(path: Path, info: dict, metas: list[dict], skipped: str | None,
                 "saved) but not written all its results" if ended else ""),
             f"last checkpoint: iteration {info['iteration']}; privacy spent to then: worst "
             f"link epsilon {display.loss(privacy['worst_link_epsilon'])} at delta "
-            f"{info['delta']:g}{f' (link {worst[0]}->{worst[1]})' if worst else ''}"
+            f"{display.exact(info['delta'])}{f' (link {worst[0]}->{worst[1]})' if worst else ''}"
             f"{f' ({label})' if label else ''}; {sum(m['bytes_sent'] for m in metas)} bytes sent"
             + ("\n  " + skipped if skipped else ""),
             ("write the results (nothing is run or released) with: " if ended else
@@ -304,7 +304,7 @@ def _headline_links(run: dict) -> tuple[np.ndarray, str]:
     if _pure_headline(run):
         pure = _matrix(run["privacy"]["links"]["epsilon_pure"])
         return np.where(np.isinf(eps), eps, pure), "pure epsilon at delta 0"
-    return eps, f"epsilon at delta {run['privacy']['delta']:g}"
+    return eps, f"epsilon at delta {display.exact(run['privacy']['delta'])}"
 
 
 def _pure_headline(run: dict) -> bool:
@@ -320,7 +320,7 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     where = ("" if worst is None else
              f": worst {display.loss(worst['epsilon'])} (observer {worst['observer']}, agent "
              f"{worst['owner']}'s worst record)")
-    lines = [f"\nobserver matrix: epsilon at delta {delta:g} of the worst single record "
+    lines = [f"\nobserver matrix: epsilon at delta {display.exact(delta)} of the worst single record "
              f"(row = observer, column = owner; . = saw nothing of it){where}"]
     if K <= SHOW_FULL:
         eps = np.array([[np.nan if v is None else v for v in row]

@@ -105,13 +105,13 @@ def format_gdp_report(report: dict) -> str:
         f"  ledger mu           {display.loss(report['ledger_mu']):<6}   (sqrt(2 rho) = "
         f"{display.loss(report['ledger_mu_from_rho'])}; epsilon "
         f"{display.loss(report['ledger_epsilon'])} at "
-        f"delta {report['delta']:g})",
+        f"delta {display.exact(report['delta'])})",
         f"  audited mu >=       {display.lower_bound(b['mu_lower']):<6}   "
         f"(gap ratio {report['gap_ratio']:.3f}; "
         f"FPR {b['fpr']:.4f} <= {b['fpr_upper']:.4f}, FNR {b['fnr']:.4f} <= "
         f"{b['fnr_upper']:.4f}, Clopper-Pearson at {b['confidence']:g})",
         f"  epsilon >=          {display.lower_bound(b['eps_lower']):<6}   at delta "
-        f"{b['delta']:g} (reported, "
+        f"{display.exact(b['delta'])} (reported, "
         f"not asserted: far below the ledger's at feasible trial counts)",
         f"  realised shift mu   {report['shift_mu']:.4f}   (largest shift / booked "
         f"sensitivity {report['worst_shift_ratio']:.4f})",

@@ -241,7 +241,7 @@ def format_one_run(report: dict) -> str:
         f"canaries in {report['features']} features, {report['releases']} releases)",
         # the ledger's losses rounded up, the audit's lower bound down: both claims hold
         f"  ledger epsilon      {display.loss(report['ledger_epsilon']):<6}   at delta "
-        f"{report['delta']:g} (mu {display.loss(report['ledger_mu'])})",
+        f"{display.exact(report['delta'])} (mu {display.loss(report['ledger_mu'])})",
         f"  epsilon >=          {display.lower_bound(report['epsilon_lower']):<6}   "
         f"({report['correct']} of "
         f"{report['guesses']} signs guessed right, confidence {report['confidence']:g}; at "

@@ -124,7 +124,7 @@ def cmd_epsilon(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"{len(events)} {args.mechanism} release(s), delta = {args.delta:g}, "
+    print(f"{len(events)} {args.mechanism} release(s), delta = {display.exact(args.delta)}, "
           f"total zCDP rho = {display.loss(result['rho'])}")
     rows = [("pure", "pure epsilon (sum of D/b)"),
             ("pld", "privacy loss distributions (dp-accounting; Laplace releases)"),
@@ -156,7 +156,7 @@ def cmd_calibrate(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"budget epsilon = {args.epsilon:g} at delta = {args.delta:g} over "
+    print(f"budget epsilon = {display.exact(args.epsilon)} at delta = {display.exact(args.delta)} over "
           f"{len(multipliers)} rounds ({args.conversion} conversion): total zCDP rho = "
           f"{display.loss(rho)}")
     # rounded up: more noise than calibrated, never less (--json gives the exact values)
@@ -198,7 +198,7 @@ def cmd_coalition(args) -> int:
     shown = display.loss(eps["best"])  # "unbounded" when infinite
     print(f"agent {args.agent} against observers {', '.join(map(str, observers))}: "
           f"epsilon = {shown} "
-          f"at delta {report['delta']:g} ({eps['conversion']} conversion)"
+          f"at delta {display.exact(report['delta'])} ({eps['conversion']} conversion)"
           + (f"; {label}" if label else ""))
     if unseen:
         several = len(unseen) > 1
@@ -255,7 +255,7 @@ def cmd_amplification(args) -> int:
         return 0
     print(f"eta = {display.number(eta)}, Delta = {args.radius:g}, sigma = {args.sigma:g}: "
           f"local zCDP rho = {display.loss(loc)} (epsilon {display.loss(result['local_epsilon'])} "
-          f"at delta {args.delta:g})")
+          f"at delta {display.exact(args.delta)})")
     if not applies:
         print(f"note: {why}")
     names = list(CURVE_VARIANTS)

@@ -188,7 +188,7 @@ class Ledger:
             raise PrivacyBudgetExceeded(
                 f"agent {self.agent}: sending phase {phase!r} would raise its privacy "
                 f"loss from epsilon {display.loss(spent)} to {display.loss(eps)} at delta "
-                f"{self.delta:g}{self.labelled()}, over its budget privacy.epsilon = "
+                f"{display.exact(self.delta)}{self.labelled()}, over its budget privacy.epsilon = "
                 f"{display.exact(self.budget)}; nothing was sent",
                 "raise privacy.epsilon, add noise, or run fewer iterations "
                 "(what was measured so far is in the run directory)")

@@ -158,7 +158,7 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
         raise ConfigError(
             f"resuming to run.iterations = {last} would take agent {ctx.rank}'s "
             f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
-            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {ledger.delta:g}"
+            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {display.exact(ledger.delta)}"
             f"{ledger.labelled()}, over "
             f"privacy.epsilon = {display.exact(ledger.budget)}; "
             "nothing was released",

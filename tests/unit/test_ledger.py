@@ -158,3 +158,12 @@ def test_accountant_round_trips_through_a_dict():
         again = HeadlineAccountant.from_dict(loss.to_dict())
         assert again == loss
         assert again.epsilon(1e-5) == loss.epsilon(1e-5)
+
+
+def test_the_budget_message_shows_delta_as_configured():
+    # a delta of more than 6 significant digits was shown rounded ("g" format) before
+    delta = 1.2345678e-5
+    ledger = Ledger(0, [1], delta=delta, budget=0.5)
+    with pytest.raises(PrivacyBudgetExceeded) as info:
+        ledger.admit([(Release.nonprivate(np.zeros(1)), [1])], "x")
+    assert f"at delta {delta!r}" in str(info.value) and "1.23457e-05" not in str(info.value)
