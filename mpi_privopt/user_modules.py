@@ -10,7 +10,9 @@ A configuration may name a module of yours instead of a packaged problem or meth
     module = "my_private_method:NoisyDGD"          # module:class (its name is the class's)
 
 The module is looked up on ``PYTHONPATH`` (the current directory first under
-``python -m``), then in the current directory, then in the config file's folder. It is
+``python -m``), then in the current directory, then in the config file's folder unless
+that folder is a run directory (``run --resume DIR`` reads ``DIR/config.toml``: a module
+put into a run directory, which may come from someone else, is not imported). It is
 imported wherever the configuration is loaded, so on every rank (a method's class must
 exist on each rank), and before MPI starts (:func:`mpi_privopt.prelaunch.validate_before_mpi`)
 it is checked against the contract, so that a mistake ends the job with one message,
@@ -70,10 +72,26 @@ def _split(key: str, value: Any, what: str) -> tuple[str, str]:
     return module, attribute
 
 
+#: what a run writes into its directory (docs/run-directory.md): a folder holding one of
+#: these is a run directory
+RUN_DIRECTORY_MARKS = ("checkpoint", "summary.json", "heartbeats", ".mpi_privopt-claim")
+
+
+def _run_directory(source: str) -> Path | None:
+    """The config file's folder if it is a run directory (``run --resume DIR`` and
+    ``run DIR/config.toml`` read the run's own ``config.toml``), else None."""
+    if not source or not Path(source).is_file():
+        return None
+    folder = Path(source).resolve().parent
+    return folder if any((folder / mark).exists() for mark in RUN_DIRECTORY_MARKS) else None
+
+
 def _search_folders(source: str) -> list[str]:
-    """The current directory and the config file's folder (if the source is a file)."""
+    """The current directory and the config file's folder (if the source is a file),
+    unless that folder is a run directory: a run directory may come from someone else,
+    and a module planted in it would run on every rank of a resume."""
     folders = [os.getcwd()]
-    if source and Path(source).is_file():
+    if source and Path(source).is_file() and _run_directory(source) is None:
         folders.append(str(Path(source).resolve().parent))
     return folders
 
@@ -90,6 +108,16 @@ def _import(key: str, value: str, module: str, source: str):
             raise ConfigError(f"{key} = {value!r}: importing {module} failed: {err}",
                               f"install {err.name}, which {module} imports") from None
         where = ", ".join(_search_folders(source))
+        run_dir = _run_directory(source)
+        planted = run_dir is not None and (
+            (run_dir / f"{module.replace('.', '/')}.py").exists()
+            or (run_dir / module.split(".")[0]).is_dir())
+        if planted:
+            raise ConfigError(
+                f"{key} = {value!r}: {module} is in the run directory {run_dir}, which is "
+                f"not searched for modules (searched PYTHONPATH and {where})",
+                "a run directory may come from someone else: if you trust this module, put "
+                "it in the current directory or add its folder to PYTHONPATH") from None
         raise ConfigError(f"{key} = {value!r}: no module {module} is importable (searched "
                           f"PYTHONPATH and {where})",
                           f"put {module.replace('.', '/')}.py in the current directory or "

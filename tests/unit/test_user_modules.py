@@ -400,3 +400,34 @@ def test_the_example_method_meets_the_method_contract():
     checks.test_method_meets_the_contract("my-noisy-dgd")
     if hasattr(checks, "test_problem_kind_is_known_to_the_problem_registry"):
         checks.test_problem_kind_is_known_to_the_problem_registry("my-noisy-dgd")
+
+
+# -- a run directory's own config.toml ------------------------------------------------------
+
+@pytest.mark.parametrize("mark", ["checkpoint", "summary.json"])
+def test_a_module_inside_a_run_directory_is_not_imported(tmp_path, monkeypatch, mark):
+    # run --resume DIR reads DIR/config.toml; a module put into DIR (a run directory may
+    # come from someone else) must not run on every rank
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ran = tmp_path / "it-ran"
+    path, module = method_config(
+        run_dir, f"open({str(ran)!r}, 'w').close()\n" + METHOD.format(name="planted"))
+    (run_dir / mark).mkdir() if mark == "checkpoint" else (run_dir / mark).write_text("{}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    message = refused(path)
+    assert f"{module} is in the run directory {run_dir}" in message
+    assert "not searched for modules" in message and "if you trust this module" in message
+    assert not ran.exists() and "planted" not in ALGORITHMS
+    # the same module in the current directory (the user's own) loads
+    (elsewhere / f"{module}.py").write_text((run_dir / f"{module}.py").read_text())
+    assert load_config(path).algorithm.name == "planted" and ran.exists()
+
+
+def test_a_config_beside_its_module_outside_a_run_directory_still_finds_it(tmp_path,
+                                                                          monkeypatch):
+    path, module = method_config(tmp_path, METHOD.format(name="beside"))
+    monkeypatch.chdir(tmp_path.parent)
+    assert load_config(path).algorithm.name == "beside"
