@@ -59,13 +59,19 @@ pass_on() {
   kill -s "$1" "$job" 2>/dev/null
   return 0
 }
+# The launcher ends with this script: SIGKILL cannot be trapped, so the kernel sends the
+# launcher SIGTERM when the script dies (setpriv --pdeathsig, util-linux), and the run
+# stops as it does on a SIGTERM to the script. Without setpriv the launcher outlives it.
+with_parent=()
+if setpriv --pdeathsig TERM true 2>/dev/null; then with_parent=(setpriv --pdeathsig TERM); fi
 # the traps before the launcher starts: a Ctrl-C in between must not leave it running
 # (the launcher itself starts with the default handlers, as every child does)
 trap 'pass_on INT' INT
 trap 'pass_on TERM' TERM
 trap 'pass_on HUP' HUP
 set -m
-mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
+${with_parent[@]+"${with_parent[@]}"} \
+  mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
 job=$!
 set +m +e
 # wait returns early (status above 128) when a signal is trapped: wait again until the
