@@ -164,9 +164,10 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         only write the run's results (mpi_privopt/run_commit.py).
     leaving : bool, optional
         The caller leaves the process right after (the command line): SIGTERM and SIGINT
-        stay held from the end of the loop until it does, so that a signal after the
-        results are written cannot end a completed run with a signal's status. Otherwise
-        the caller's handlers are put back when the run returns.
+        are held from the end of the loop and ignored once the run returns, so that a
+        signal after the results are written (during ``MPI_Finalize`` too) cannot end a
+        completed run with a signal's status. Otherwise the caller's handlers are put
+        back when the run returns.
 
     Returns
     -------
@@ -195,7 +196,9 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
     finally:
         run_lock.release()  # rank 0's claim of the run directory, held until now
         eval_comm.Free()
-        if not leaving:
+        if leaving:
+            hold.keep_until_exit()
+        else:
             hold.release()
 
 
