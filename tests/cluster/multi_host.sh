@@ -85,6 +85,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if [ -n "${MULTIHOST_DELAY:-}" ]; then  # a mistake of the caller's: said before any skip
+  [[ $MULTIHOST_DELAY =~ ^([0-9]+(\.[0-9]+)?)(ms|us)?$ ]] || {  # nothing started: no logs
+    echo "FAILED: MULTIHOST_DELAY='$MULTIHOST_DELAY': give a one-way delay such as 5ms, 0.1ms or 200us"
+    exit 1; }
+  delay_ms=${BASH_REMATCH[1]}
+  [ "${BASH_REMATCH[3]}" = us ] && delay_ms=$(awk -v u="$delay_ms" 'BEGIN {print u / 1000}')
+fi
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces and sshd"
 command -v ip >/dev/null && command -v unshare >/dev/null ||
   skip "needs iproute2 (ip) and util-linux (unshare)"
@@ -97,12 +104,6 @@ mpiexec=${MULTIHOST_MPIEXEC:-$(command -v mpiexec)}
 probe="${tag}probe"
 ip netns add "$probe" 2>/dev/null || skip "cannot create a network namespace (no CAP_SYS_ADMIN?)"
 ip netns del "$probe"
-if [ -n "${MULTIHOST_DELAY:-}" ]; then  # checked before anything is made
-  [[ $MULTIHOST_DELAY =~ ^([0-9]+(\.[0-9]+)?)(ms|us)?$ ]] ||
-    fail "MULTIHOST_DELAY='$MULTIHOST_DELAY': give a one-way delay such as 5ms, 0.1ms or 200us"
-  delay_ms=${BASH_REMATCH[1]}
-  [ "${BASH_REMATCH[3]}" = us ] && delay_ms=$(awk -v u="$delay_ms" 'BEGIN {print u / 1000}')
-fi
 
 # -- 1. packages ---------------------------------------------------------------------------
 if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then

@@ -106,3 +106,14 @@ def test_bad_input_one_line():
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     assert missing.stderr.strip().splitlines() == [
         "delay_line.py: cannot relay between nosuch0 and nosuch1: [Errno 19] No such device"]
+
+
+def test_a_bad_delay_is_refused_by_multi_host_before_anything_starts():
+    # a mistake of the caller's comes before the checks that skip (root, namespaces)
+    script = Path(__file__).with_name("multi_host.sh")
+    env = {**os.environ, "MULTIHOST_DELAY": "5sec"}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines() == [
+        "FAILED: MULTIHOST_DELAY='5sec': give a one-way delay such as 5ms, 0.1ms or 200us"]
