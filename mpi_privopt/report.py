@@ -320,8 +320,8 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     where = ("" if worst is None else
              f": worst {display.loss(worst['epsilon'])} (observer {worst['observer']}, agent "
              f"{worst['owner']}'s worst record)")
-    lines = [f"\nobserver matrix: epsilon at delta {display.exact(delta)} of the worst single record "
-             f"(row = observer, column = owner; . = saw nothing of it){where}"]
+    lines = [f"\nobserver matrix: epsilon at delta {display.exact(delta)} of the worst single "
+             f"record (row = observer, column = owner; . = saw nothing of it){where}"]
     if K <= SHOW_FULL:
         eps = np.array([[np.nan if v is None else v for v in row]
                         for row in observers["epsilon"]], dtype=float)

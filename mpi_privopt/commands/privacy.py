@@ -156,9 +156,9 @@ def cmd_calibrate(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"budget epsilon = {display.exact(args.epsilon)} at delta = {display.exact(args.delta)} over "
-          f"{len(multipliers)} rounds ({args.conversion} conversion): total zCDP rho = "
-          f"{display.loss(rho)}")
+    print(f"budget epsilon = {display.exact(args.epsilon)} at delta = "
+          f"{display.exact(args.delta)} over {len(multipliers)} rounds "
+          f"({args.conversion} conversion): total zCDP rho = {display.loss(rho)}")
     # rounded up: more noise than calibrated, never less (--json gives the exact values)
     print("noise multiplier sigma_n / Delta_n (multiply by each round's l2 sensitivity; "
           "rounded up):")
