@@ -140,7 +140,8 @@ def _privacy_line(s: RunSummary) -> str:
         return "worst link epsilon = unbounded (messages without a DP guarantee)"
     where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
     return (f"worst link epsilon = {display.loss(eps)}{where} at delta "
-            f"{display.exact(s.privacy_delta)} ({s.worst_link_conversion} conversion, {s.noise} noise)"
+            f"{display.exact(s.privacy_delta)} ({s.worst_link_conversion} conversion, "
+            f"{s.noise} noise)"
             + (f"; {s.epsilon_label}" if s.epsilon_label else "")
             + (f"; {s.privacy_note}" if s.private and s.privacy_note else ""))
 
