@@ -164,10 +164,10 @@ def run(cfg: Config, out: str | None = None, comm: MPI.Intracomm | None = None,
         only write the run's results (mpi_privopt/run_commit.py).
     leaving : bool, optional
         The caller leaves the process right after (the command line): SIGTERM and SIGINT
-        are held from the end of the loop and ignored once the run returns, so that a
-        signal after the results are written (during ``MPI_Finalize`` too) cannot end a
-        completed run with a signal's status. Otherwise the caller's handlers are put
-        back when the run returns.
+        are held from the end of the loop until the process exits, and ignored from its
+        exit callbacks on, so that a signal after the results are written (during
+        ``MPI_Finalize`` too) cannot end a completed run with a signal's status. Otherwise
+        the caller's handlers are put back when the run returns.
 
     Returns
     -------

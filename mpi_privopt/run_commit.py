@@ -25,6 +25,7 @@ uninterrupted end writes, byte for byte on the same machine (docs/reliability.md
 """
 from __future__ import annotations
 
+import atexit
 import csv
 import math
 import os
@@ -76,6 +77,16 @@ class ResultsWriteError(UserError):
     status = 4
 
 
+#: whether :func:`ignore_stop_signals` is registered to run at exit
+_IGNORE_AT_EXIT = False
+
+
+def ignore_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT from now on (at exit: :meth:`SignalHold.keep_until_exit`)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 class SignalHold:
     """SIGTERM and SIGINT stored, not acted on, from the end of the loop on.
 
@@ -109,18 +120,23 @@ class SignalHold:
         return self
 
     def keep_until_exit(self) -> None:
-        """Ignore the held signals from now on (the command line, whose process leaves).
+        """Hold the signals until the process is gone (the command line, which leaves).
 
-        Python resets a signal whose handler is a Python function to its default action
-        while it finalises, before ``python -m mpi4py`` calls ``MPI_Finalize``: a SIGINT
-        then (a terminal's Ctrl-C reaches every rank) killed a rank whose run had
-        completed, and the launcher then killed the others (exit 9 with
-        ``status = "completed"`` in 3 of 18 tries at the run's end). An ignored signal
-        stays ignored through finalisation.
+        They stay held here until the interpreter exits, and are ignored from its exit
+        callbacks on (:func:`ignore_stop_signals`). Python resets a signal whose handler
+        is a Python function to its default action while it finalises, and ``python -m
+        mpi4py`` calls ``MPI_Finalize`` after that: a SIGINT then (a terminal's Ctrl-C
+        reaches every rank) killed a rank whose run had completed, and the launcher then
+        killed the others (``mpiexec`` exited 2 with ``status = "completed"``, 2 of 32
+        tries at the run's end). An ignored signal stays ignored through finalisation.
+        Not ignored at once: a process started meanwhile (by an in-process caller, a
+        test) would inherit the ignored signals, and a shell script cannot trap a signal
+        ignored when it starts.
         """
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, signal.SIG_IGN)
-        wake_faults_on(None)
+        global _IGNORE_AT_EXIT
+        if not _IGNORE_AT_EXIT:
+            atexit.register(ignore_stop_signals)
+            _IGNORE_AT_EXIT = True
 
     def release(self) -> None:
         """Put back the handlers from before the loop (a held signal is dropped)."""

@@ -18,7 +18,9 @@ the path).
 from __future__ import annotations
 
 import functools
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -90,3 +92,32 @@ def wait_for_file(path: Path, job: subprocess.Popen, timeout: float,
         assert time.monotonic() < deadline, what
         time.sleep(0.05)
     return path.read_text()
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux: read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:  # field 4: the parent
+                found.append(int(entry.name))
+    return found
+
+
+def kill_script_and_job(script: subprocess.Popen) -> None:
+    """End a launch script started in a session of its own, and the launcher it started
+    in a process group of its own (``launch/local.sh``), with their processes: what a
+    test leaves when it fails must not run on (a paused rank would wait for ever)."""
+    if script.poll() is not None:
+        return
+    launchers = child_pids(script.pid)
+    for group in (script.pid, *launchers):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    script.wait()

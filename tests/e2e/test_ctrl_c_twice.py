@@ -18,13 +18,26 @@ import signal
 import subprocess
 from pathlib import Path
 
-from launch_util import child_env, needs_mpiexec, wait_for_file
+import pytest
+
+from launch_util import child_env, kill_script_and_job, needs_mpiexec, wait_for_file
 
 REPO = Path(__file__).resolve().parents[2]
 #: the launch, the stop and the run directory on a loaded 2-core machine
 TIMEOUT = 180
 #: rank 0's sleep before its final checkpoint: the second Ctrl-C comes within it
 SLOW_END = 3.0
+
+
+_JOBS: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def no_job_left():
+    """A test that fails leaves no script, launcher or paused rank running."""
+    yield
+    while _JOBS:
+        kill_script_and_job(_JOBS.pop())
 
 
 def _start(out: Path, paused: Path, extra: dict) -> subprocess.Popen:
@@ -34,11 +47,13 @@ def _start(out: Path, paused: Path, extra: dict) -> subprocess.Popen:
     faults = f"pause@iteration:1:3:{paused},slow@commit-begin:0:0:{SLOW_END}"
     env = child_env({"RANKS": "2", "MPI_PRIVOPT_AGREE_SECONDS": "0",
                      "MPI_PRIVOPT_TEST_FAULT": faults, **extra})
-    return subprocess.Popen(
+    job = subprocess.Popen(
         [str(REPO / "launch" / "local.sh"), "dgd-ridge", "--set", "run.iterations=200",
          "--set", "run.checkpoint_every=100", "--quiet", "--out", str(out)],
         cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True)
+    _JOBS.append(job)
+    return job
 
 
 def _ctrl_c_twice(job: subprocess.Popen, paused: Path) -> None:

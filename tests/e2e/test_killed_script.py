@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from launch_util import child_env, needs_mpiexec, wait_for_file
+from launch_util import child_env, child_pids, needs_mpiexec, wait_for_file
 
 REPO = Path(__file__).resolve().parents[2]
 #: the launch, the stop and the run directory on a loaded 2-core machine
@@ -28,19 +28,6 @@ def _has_pdeathsig() -> bool:
     setpriv = shutil.which("setpriv")
     return setpriv is not None and subprocess.run(
         [setpriv, "--pdeathsig", "TERM", "true"], capture_output=True).returncode == 0
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:  # field 4: the parent
-                found.append(int(entry.name))
-    return found
 
 
 def _gone(pid: int, timeout: float) -> bool:
@@ -69,7 +56,7 @@ def test_a_killed_script_stops_its_job_as_a_sigterm_would(tmp_path):
         start_new_session=True)
     try:
         wait_for_file(paused, job, TIMEOUT, "the run never reached iteration 3")
-        launchers = _children(job.pid)
+        launchers = child_pids(job.pid)
         assert launchers, "local.sh has no child process"
         os.kill(job.pid, signal.SIGKILL)
         job.wait(timeout=TIMEOUT)
