@@ -77,10 +77,6 @@ class ResultsWriteError(UserError):
     status = 4
 
 
-#: whether :func:`ignore_stop_signals` is registered to run at exit
-_IGNORE_AT_EXIT = False
-
-
 def ignore_stop_signals() -> None:
     """Ignore SIGTERM and SIGINT from now on (at exit: :meth:`SignalHold.keep_until_exit`)."""
     for sig in STOP_SIGNALS:
@@ -133,10 +129,8 @@ class SignalHold:
         test) would inherit the ignored signals, and a shell script cannot trap a signal
         ignored when it starts.
         """
-        global _IGNORE_AT_EXIT
-        if not _IGNORE_AT_EXIT:
-            atexit.register(ignore_stop_signals)
-            _IGNORE_AT_EXIT = True
+        atexit.unregister(ignore_stop_signals)  # once, however many runs hold them
+        atexit.register(ignore_stop_signals)
 
     def release(self) -> None:
         """Put back the handlers from before the loop (a held signal is dropped)."""

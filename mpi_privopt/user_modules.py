@@ -77,23 +77,22 @@ def _split(key: str, value: Any, what: str) -> tuple[str, str]:
 RUN_DIRECTORY_MARKS = ("checkpoint", "summary.json", "heartbeats", ".mpi_privopt-claim")
 
 
-def _run_directory(source: str) -> Path | None:
-    """The config file's folder if it is a run directory (``run --resume DIR`` and
-    ``run DIR/config.toml`` read the run's own ``config.toml``), else None."""
+def _config_folder(source: str) -> tuple[Path | None, bool]:
+    """The config file's folder (None when the source is not a file), and whether it is a
+    run directory (``run --resume DIR`` and ``run DIR/config.toml`` read the run's own
+    ``config.toml``)."""
     if not source or not Path(source).is_file():
-        return None
+        return None, False
     folder = Path(source).resolve().parent
-    return folder if any((folder / mark).exists() for mark in RUN_DIRECTORY_MARKS) else None
+    return folder, any((folder / mark).exists() for mark in RUN_DIRECTORY_MARKS)
 
 
 def _search_folders(source: str) -> list[str]:
     """The current directory and the config file's folder (if the source is a file),
     unless that folder is a run directory: a run directory may come from someone else,
     and a module planted in it would run on every rank of a resume."""
-    folders = [os.getcwd()]
-    if source and Path(source).is_file() and _run_directory(source) is None:
-        folders.append(str(Path(source).resolve().parent))
-    return folders
+    folder, in_run = _config_folder(source)
+    return [os.getcwd(), *([str(folder)] if folder is not None and not in_run else [])]
 
 
 def _import(key: str, value: str, module: str, source: str):
@@ -108,8 +107,8 @@ def _import(key: str, value: str, module: str, source: str):
             raise ConfigError(f"{key} = {value!r}: importing {module} failed: {err}",
                               f"install {err.name}, which {module} imports") from None
         where = ", ".join(_search_folders(source))
-        run_dir = _run_directory(source)
-        planted = run_dir is not None and (
+        run_dir, in_run = _config_folder(source)
+        planted = in_run and (
             (run_dir / f"{module.replace('.', '/')}.py").exists()
             or (run_dir / module.split(".")[0]).is_dir())
         if planted:

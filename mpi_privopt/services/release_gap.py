@@ -33,9 +33,8 @@ Resumes made before this log existed are not in it.
 """
 from __future__ import annotations
 
-import math
-
 import json
+import math
 from pathlib import Path
 
 from ..errors import ConfigError

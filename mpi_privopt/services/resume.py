@@ -158,8 +158,8 @@ def refuse_overspend(ctx: RunContext, first: int) -> None:
         raise ConfigError(
             f"resuming to run.iterations = {last} would take agent {ctx.rank}'s "
             f"privacy loss from epsilon {display.loss(spent)} (spent by iteration "
-            f"{first - 1}{assumed}) to {display.loss(eps)} at delta {display.exact(ledger.delta)}"
-            f"{ledger.labelled()}, over "
+            f"{first - 1}{assumed}) to {display.loss(eps)} at delta "
+            f"{display.exact(ledger.delta)}{ledger.labelled()}, over "
             f"privacy.epsilon = {display.exact(ledger.budget)}; "
             "nothing was released",
             "the spent budget is never reset: keep the run as it is, or resume to fewer "

@@ -49,9 +49,9 @@ from typing import Any
 import numpy as np
 
 from .state_decoder import decode_state
-from .state_rules import (BIT_GENERATORS, BUILTIN_VALUES, FLOAT_RUN, LITERALS, StateDecodeError,
-                          StateEncodeError, dunder, method_ok, refusal, trusted_modules,
-                          within)
+from .state_rules import (BIT_GENERATORS, BUILTIN_VALUES, FLOAT_RUN, LITERALS,
+                          StateDecodeError, StateEncodeError, dunder, hidden_attribute,
+                          method_ok, refusal, trusted_modules, within)
 
 __all__ = ["StateDecodeError", "StateEncodeError", "decode_state", "encode_state",
            "trusted_modules"]
@@ -178,7 +178,7 @@ class _Encoder:
             # the resume's fresh set-up (checkpoint.restore_state)
             state = {key: state[key] for key in ("agent", *fields) if key in state}
         if type(state) is dict and all(type(k) is str for k in state):
-            hidden = next((k for k in state if k.startswith("__")), None)
+            hidden = next((k for k in state if hidden_attribute(k)), None)
             if hidden is not None:  # the reader refuses it: say so now, not at the resume
                 raise StateEncodeError(f"{name} has an attribute {hidden!r}: a checkpoint "
                                        "never writes __dunder__ attributes")

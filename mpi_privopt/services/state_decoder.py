@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .state_rules import (BIT_GENERATORS, BUILTIN_VALUES, LITERALS, StateDecodeError,
-                          dunder, method_ok, refusal, within)
+                          dunder, hidden_attribute, method_ok, refusal, within)
 
 __all__ = ["decode_state"]
 
@@ -120,7 +120,7 @@ class _Decoder:
         state = self.decode(node.get("state"))
         parts = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
         for part in parts:
-            if isinstance(part, dict) and any(map(_dunder_key, part)):
+            if isinstance(part, dict) and any(map(hidden_attribute, part)):
                 raise StateDecodeError(f"the state of a {cls.__qualname__} sets a "
                                        "__dunder__ attribute, which a checkpoint never writes")
         if state is None:  # as pickle: an object without attributes has no state to set
@@ -198,10 +198,6 @@ class _Decoder:
         seq = np.random.SeedSequence(self.decode(entropy), spawn_key=self.decode(spawn_key),
                                      pool_size=pool_size, n_children_spawned=children)
         return self._keep(node, seq)
-
-
-def _dunder_key(key: Any) -> bool:
-    return not isinstance(key, str) or key.startswith("__")
 
 
 def _list(value: Any, length: int | None = None) -> list:

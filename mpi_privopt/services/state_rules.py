@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BIT_GENERATORS", "BUILTIN_VALUES", "FLOAT_RUN", "LITERALS", "StateDecodeError", "StateEncodeError",
-           "dunder", "method_ok", "refusal", "trusted_modules", "within"]
+__all__ = ["BIT_GENERATORS", "BUILTIN_VALUES", "FLOAT_RUN", "LITERALS", "StateDecodeError",
+           "StateEncodeError", "dunder", "hidden_attribute", "method_ok", "refusal",
+           "trusted_modules", "within"]
 
 #: numpy's bit generators a state may hold, by name
 BIT_GENERATORS = {cls.__name__: cls for cls in (
@@ -53,6 +54,12 @@ def within(module: Any, roots: tuple[str, ...]) -> bool:
 
 def dunder(name: Any) -> bool:
     return not isinstance(name, str) or (name.startswith("__") and name.endswith("__"))
+
+
+def hidden_attribute(key: Any) -> bool:
+    """An attribute name a checkpoint never writes (the writer refuses it, the reader too):
+    not a string, or starting with ``__``."""
+    return not isinstance(key, str) or key.startswith("__")
 
 
 def refusal(what: str) -> str:
