@@ -18,6 +18,7 @@ the median of the rounds' own ratios), and the CPU time of all ranks together pe
   meter's time;
 * ``booked``: ``clocks`` plus the meter's counts and the ledger's booking
   (``Network._sent_broadcast``): the channel's exchange without the link timer;
+* ``untimed``: ``BroadcastChannel.exchange`` with the link timer off (``every_n`` 0);
 * ``channel``: ``BroadcastChannel.exchange`` itself (the link timer times one exchange in
   ``traffic.every_n``);
 * ``timed``: ``BroadcastChannel.exchange`` with every exchange timed per in-link.
@@ -76,18 +77,21 @@ def _variants(net: Network, doubles: int) -> dict:
     def run_channel():
         channel.exchange(release)
 
-    def run_timed():
-        every, traffic.every_n = traffic.every_n, 1
-        try:
-            channel.exchange(release)
-        finally:
-            traffic.every_n = every
+    def sampling(every: int):
+        def run():
+            default, traffic.every_n = traffic.every_n, every
+            try:
+                channel.exchange(release)
+            finally:
+                traffic.every_n = default
+        return run
 
     def free():
         persistent.Free()
 
     return {"persistent": run_persistent, "request": run_request, "clocks": run_clocks,
-            "booked": run_booked, "channel": run_channel, "timed": run_timed}, free
+            "booked": run_booked, "untimed": sampling(0), "channel": run_channel,
+            "timed": sampling(1)}, free
 
 
 def main() -> None:
