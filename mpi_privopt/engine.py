@@ -36,7 +36,7 @@ from .mpiutil import agree, computed_once
 from .config import Config
 from .errors import ConfigError, PrivacyBudgetExceeded, TopologyError
 from .monitor import Evaluation, Monitor, sent_bytes
-from .network import Network, set_sample_every, sleeping_barrier
+from .network import Network, set_sample_every, sleeping_barrier, while_sleeping
 from .privacy.accountants import Budget
 from .privacy.ledger import Ledger
 from .privacy.noise import agent_noise
@@ -312,7 +312,8 @@ def iterate(s: Session, hold: SignalHold | None = None) -> None:
             # after each iteration, in this order (services/base.py): a test's fault, the
             # agreement on a signal, a due checkpoint (or the agreed stop's)
             services = [*([FaultInjection()] if faults.armed() else []), stop, s.checkpoints]
-            _loop(s, watch, services, first, iterations, eval_every)
+            with while_sleeping(_write_completed_rows(s)):
+                _loop(s, watch, services, first, iterations, eval_every)
             if hold is not None:
                 hold.begin(stop)  # in place of the loop's handlers, without a gap
     finally:
@@ -385,6 +386,21 @@ def evaluate(s: Session, n: int, elapsed: float) -> None:
     for row in s.monitor.evaluate(n, s.algorithm.estimate, elapsed, sent_bytes(s.net.meter),
                                   s.ledger.worst_link_exposure()):
         _record(s, row)
+
+
+def _write_completed_rows(s: Session) -> Callable[[], None] | None:
+    """Rank 0's work while it waits (:class:`~mpi_privopt.network.while_sleeping`): write
+    the rows every agent has posted. An agent that stops the run alone (its budget,
+    divergence) aborts the job while rank 0 waits for its message; the rows it had posted
+    are then in metrics.csv (before, the last one or two were lost, and a stop before rank
+    0's first evaluation after the start left no metrics.csv at all)."""
+    if not (s.monitor.active and s.monitor.root):
+        return None
+
+    def write() -> None:
+        for row in s.monitor.completed():
+            _record(s, row)
+    return write
 
 
 def _flush_rows(s: Session) -> None:

@@ -165,10 +165,19 @@ class Monitor:
         once every agent has posted them (every agent flushes at the end of a run)."""
         return self._complete(wait_all=True)
 
-    def _complete(self, wait_all: bool) -> list[Evaluation]:
+    def completed(self) -> list[Evaluation]:
+        """The rows whose every agent's share has arrived, without waiting (rank 0, in
+        order; other ranks return ``[]``): what rank 0 can write while it waits."""
+        return self._complete(wait_all=False, at_most=0)
+
+    def _complete(self, wait_all: bool, at_most: int | None = None) -> list[Evaluation]:
+        # more than at_most rows in flight (default MAX_IN_FLIGHT): the oldest are waited
+        # for; at_most=0 waits for none
+        at_most = self.MAX_IN_FLIGHT if at_most is None else at_most
         done = []
         flight = self._in_flight
-        while flight and (wait_all or len(flight) > self.MAX_IN_FLIGHT or flight[0][2].Test()):
+        while flight and (wait_all or (at_most and len(flight) > at_most)
+                          or flight[0][2].Test()):
             iteration, elapsed, request, _, rows = flight.popleft()
             request.Wait()  # a no-op once Test succeeded
             if self.root:

@@ -47,7 +47,7 @@ _EXPORTS = {
     **{name: "wait" for name in (
         "BACKOFF_CAP", "EXCHANGE_SPIN", "EXCHANGE_WAITS", "ONE_OFF_CAP", "Backoff",
         "exchange_wait", "set_exchange_wait", "sleep_until", "sleeping_barrier",
-        "wait_exchange", "wait_request", "wait_sleeping")},
+        "wait_exchange", "wait_request", "wait_sleeping", "while_sleeping")},
 }
 
 __all__ = sorted(_EXPORTS)

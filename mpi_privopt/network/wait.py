@@ -47,12 +47,40 @@ except ImportError:  # not on every platform; a zero sleep also gives the core u
         sleep(0)
 
 
+#: work a rank does before each sleep of a wait (:func:`while_sleeping`)
+_sleeping_work: Callable[[], None] | None = None
+
+
+class while_sleeping:
+    """Within this context, every sleeping wait calls ``work()`` before each of its sleeps.
+
+    A rank that sleeps is waiting for another, which may never come: an agent that stopped
+    the run (its budget, a divergence) aborts the job while its neighbours wait for its
+    message. Rank 0 of a run writes meanwhile the metrics rows every agent has posted
+    (``mpi_privopt.engine``), so they are kept. ``work`` must not wait itself; it costs
+    nothing to a wait that ends while it spins.
+    """
+
+    def __init__(self, work: Callable[[], None] | None) -> None:
+        self._work = work
+
+    def __enter__(self) -> "while_sleeping":
+        global _sleeping_work
+        self._before, _sleeping_work = _sleeping_work, self._work
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _sleeping_work
+        _sleeping_work = self._before
+
+
 class Backoff:
     """Sleeps that double, from ``first`` up to ``cap`` seconds.
 
     The pattern of ``mpi4py.futures``' ``Backoff`` (``reset``, then ``sleep`` after each
     failed test), started at ``first`` rather than at zero: the kernel's timer slack
-    makes shorter sleeps moot.
+    makes shorter sleeps moot. Each sleep is preceded by the work of
+    :class:`while_sleeping`, if any.
     """
 
     __slots__ = ("first", "cap", "pause")
@@ -68,6 +96,8 @@ class Backoff:
 
     def sleep(self) -> None:
         """Sleep once, and make the next sleep longer (up to ``cap``)."""
+        if _sleeping_work is not None:
+            _sleeping_work()
         sleep(self.pause)
         self.pause = min(_BACKOFF_GROWTH * self.pause, self.cap)
 

@@ -8,7 +8,7 @@ import pytest
 from mpi_privopt.network import wait as network
 from mpi_privopt.network import (BACKOFF_CAP, ONE_OFF_CAP, Backoff, exchange_wait,
                                  set_exchange_wait, sleep_until, wait_exchange, wait_request,
-                                 wait_sleeping)
+                                 wait_sleeping, while_sleeping)
 
 
 class Request:
@@ -66,6 +66,25 @@ def test_a_token_wait_sleeps_from_the_first_failed_test(recorded):
     # the first test, then a sleep after each failed one: the 4th completes
     assert request.tests == 4 and recorded["sleep"] == [BACKOFF_CAP / 32, BACKOFF_CAP / 16]
     assert recorded["yield"] == 0
+
+
+def test_work_while_sleeping_runs_before_each_sleep_and_never_in_a_spin(recorded):
+    done = []
+
+    def work():
+        done.append(len(recorded["sleep"]))  # the sleeps before this call
+    with while_sleeping(work):
+        wait_request(Request(after=50), spin=3600.0)  # done within the spin: no work
+        assert done == []
+        wait_sleeping(Request(after=4))
+        assert done == [0, 1]  # before each of its two sleeps
+        with while_sleeping(None):  # nested: none, then the outer work again
+            wait_sleeping(Request(after=3))
+        assert done == [0, 1]
+        wait_sleeping(Request(after=3))
+        assert done == [0, 1, 3]
+    wait_sleeping(Request(after=3))  # the context ended: no work
+    assert done == [0, 1, 3] and len(recorded["sleep"]) == 5
 
 
 def test_backoff_doubles_from_its_first_sleep_and_starts_again_on_reset(recorded):
