@@ -1,7 +1,7 @@
 """Shared-memory segments an MPI job left in ``/dev/shm`` when it was stopped.
 
-MPICH keeps its ranks' shared-memory segments (``/dev/shm/mpich_shm_*``) as files while a
-job runs and removes them in ``MPI_Finalize``. A job that does not reach it, because a rank
+MPICH keeps its ranks' shared-memory segments (``/dev/shm/mpich_shm_*``; UCX, under Open
+MPI, ``ucx_shm_posix_*``) as files while a job runs and removes them in ``MPI_Finalize``. A job that does not reach it, because a rank
 was killed, the job aborted on an error or the launcher was stopped, leaves them behind:
 ``/dev/shm`` is memory, so each such job keeps its segments' memory until the machine
 restarts (one segment per host and job, about 1 MiB at 2 ranks and growing with K; on the
@@ -33,8 +33,10 @@ __all__ = ["LeftSegments", "SETTLE", "clean_after", "left_behind", "mapped", "re
            "snapshot"]
 
 SHM = Path("/dev/shm")
-#: the segments of the MPIs we know to leave them (MPICH's ch4 POSIX shared memory)
-PREFIXES = ("mpich_shm_",)
+#: the segments of the MPIs we know to leave them: MPICH's ch4 POSIX shared memory, and
+#: UCX's POSIX shared memory (Open MPI over UCX; 8 such files, 17 MB, were left on the
+#: development machine by its Open MPI jobs)
+PREFIXES = ("mpich_shm_", "ucx_shm_posix_")
 #: seconds between the two looks at which segments the processes map
 SETTLE = 0.2
 

@@ -24,6 +24,14 @@ def test_a_segment_no_process_maps_is_left_behind_and_one_mapped_is_not(tmp_path
     assert "1 shared-memory segment (" in left.describe()
 
 
+def test_ucx_segments_count_too(tmp_path):
+    """Open MPI over UCX leaves ``ucx_shm_posix_*`` files as MPICH leaves its own."""
+    _segment(tmp_path, "ucx_shm_posix_46d88903")
+    _segment(tmp_path, "mpich_shm_left_0")
+    left = shm_segments.left_behind(tmp_path, in_use=set)
+    assert left.names == ("mpich_shm_left_0", "ucx_shm_posix_46d88903")
+
+
 def test_a_segment_mapped_at_the_second_look_is_kept(tmp_path):
     """A job that has just created its segment maps it within microseconds: a segment
     seen unmapped once and mapped at the second look is that job's."""
