@@ -2,13 +2,12 @@
 
 Prints the learning curve's milestones, the bytes-per-link matrix, the time-per-link
 matrices (the receiver's mean wait and the link's transit, network/link_time.py) and the
-privacy-loss-per-link matrix of a finished run; with ``--png FILE`` (needs matplotlib, the ``plot`` extra)
-draws the three side by side.
+privacy-loss-per-link matrix of a finished run; with ``--png FILE`` (needs matplotlib, the
+``plot`` extra) draws the three side by side (:mod:`mpi_privopt.report_figure`).
 """
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +106,7 @@ def incomplete_text(run: dict) -> str:
                  f"{measured}. Traffic and privacy totals are written only at the end."]
     if run.get("stall"):  # the watchdog's one message, kept in stall.json
         lines.insert(1, f"  it stalled: {run['stall'].get('message', '?')} (stall.json)")
-    curve = _curve_column(m)
+    curve = curve_column(m)
     if curve is not None and len(m["iteration"]):
         lines.append(f"last measured ({curve}): iter {int(m['iteration'][-1])}: "
                      f"{display.number(m[curve][-1])}")
@@ -223,7 +222,7 @@ def _link_time_text(run: dict, K: int) -> list[str]:
     return lines
 
 
-def _eps(value: float) -> str:
+def cell_epsilon(value: float) -> str:
     """A matrix cell's privacy loss: 3 significant digits (the cells are narrow), rounded
     up like every loss shown (display.loss); ``.`` for no link."""
     if np.isnan(value):
@@ -231,7 +230,7 @@ def _eps(value: float) -> str:
     return display.loss(value, 3)
 
 
-def _curve_column(metrics: dict) -> str | None:
+def curve_column(metrics: dict) -> str | None:
     """The metric drawn as the accuracy curve: the first metric column, if any."""
     columns = [c for c in metrics if c not in NOT_CURVES]
     return columns[0] if columns else None
@@ -250,7 +249,7 @@ def text_report(run: dict) -> str:
         lines.append(f"status: interrupted by {s.stop_signal} after iteration "
                      f"{s.stopped_at_iteration}; continue with: "
                      f"{resume_command(s.run_dir, s.ranks)}")
-    curve = _curve_column(m)
+    curve = curve_column(m)
     if curve is None:
         lines.append("accuracy curve: none (nothing was measured during the run: "
                      f"evaluate = {s.evaluate})")
@@ -271,7 +270,7 @@ def text_report(run: dict) -> str:
     lines += _hosts_text(run)
     lines += _link_time_text(run, K)
     p = run["privacy"]
-    eps, measure = _headline_links(run)
+    eps, measure = headline_links(run)
     how = ("local DP: the run's headline" if _pure_headline(run)
            else "best valid conversion per link")
     finite = eps[~np.isnan(eps)]
@@ -280,7 +279,7 @@ def text_report(run: dict) -> str:
                  f"{display.loss(finite.max()) if finite.size else '-'}"
                  + (f"; {p['epsilon_label']}" if p.get("epsilon_label") else ""))
     if K <= SHOW_FULL:
-        lines += _matrix_text(eps, _eps)
+        lines += _matrix_text(eps, cell_epsilon)
     observers = p.get("observers")
     if observers is not None:
         lines += _observer_text(observers, p["delta"], K)
@@ -294,7 +293,7 @@ def _matrix(rows: list[list[float | None]]) -> np.ndarray:
     return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
 
 
-def _headline_links(run: dict) -> tuple[np.ndarray, str]:
+def headline_links(run: dict) -> tuple[np.ndarray, str]:
     """The per-link losses in the measure of the run's own headline, and that measure's name.
 
     A local-DP method's headline is pure epsilon at delta = 0 (its summary), so its matrix
@@ -325,167 +324,12 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     if K <= SHOW_FULL:
         eps = np.array([[np.nan if v is None else v for v in row]
                         for row in observers["epsilon"]], dtype=float)
-        lines += _matrix_text(eps, _eps)
+        lines += _matrix_text(eps, cell_epsilon)
         rho = np.array([[np.nan if v is None else v for v in row]
                         for row in observers["rho"]], dtype=float)
         lines.append("the same as zCDP rho:")
-        lines += _matrix_text(rho, _eps)
+        lines += _matrix_text(rho, cell_epsilon)
     return lines
-
-
-#: matrices up to this many agents print their values in the cells of the figure
-CELL_VALUES = 10
-#: a scale spanning more than this ratio is drawn logarithmic
-DECADES = 100.0
-#: metrics that shrink towards 0 over a run (an error, a gap): a log axis whenever positive,
-#: so that their late iterations do not lie flat on the axis
-LOG_METRICS = ("error", "gap", "distance", "consensus")
-
-
-def plot_report(run: dict, png: str | Path) -> None:
-    """Draw :func:`report_figure` to ``png``."""
-    report_figure(run).savefig(png, dpi=110, bbox_inches="tight")
-
-
-def report_figure(run: dict):
-    """The three panels of a finished run: its metric curve, bytes and epsilon per link.
-
-    What each panel shows is in its title (the metric's name, not "accuracy"); the ranks
-    are integer ticks; a matrix of at most :data:`CELL_VALUES` agents prints its values in
-    its cells (bytes with their unit, losses rounded up); a colour bar is drawn only when
-    the values differ or a budget is marked (a flat matrix says its one value in the
-    title); linear colour scales start at 0, so that equal colours mean equal values and a
-    loss far below the budget looks it; the privacy panel marks the agents' budget (a
-    labelled tick on its colour bar) and red crosses on unbounded links; an error or gap
-    curve is drawn on a log axis, and any curve or colour scale spanning more than two
-    decades.
-    """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ConfigError("--png needs matplotlib",
-                          "pip install 'mpi_privopt[plot]'") from None
-    fig = Figure(figsize=(15, 4.6))
-    axes = fig.subplots(1, 3)
-    _curve_panel(axes[0], run["metrics"])
-    _bytes_panel(fig, axes[1], run["bytes"])
-    _privacy_panel(fig, axes[2], *_headline_links(run), run["privacy"])
-    summary = run["summary"]
-    fig.suptitle(f"{summary.algorithm} on {summary.problem}, {summary.ranks} agents")
-    fig.tight_layout()
-    return fig
-
-
-def _curve_panel(ax, metrics: dict) -> None:
-    curve = _curve_column(metrics)
-    if curve is None:
-        ax.set(title="no metric (nothing was measured: run.evaluate = none)")
-        ax.set_axis_off()
-        return
-    x, y = np.asarray(metrics["iteration"]), np.asarray(metrics[curve], dtype=float)
-    name = curve.replace("_", " ")
-    ax.plot(x, y)
-    finite = y[np.isfinite(y)]
-    shrinks = any(word in curve for word in LOG_METRICS)
-    if finite.size and finite.min() > 0 and (shrinks or finite.max() / finite.min() > DECADES):
-        ax.set_yscale("log")
-    ax.set(xlabel="iteration", ylabel=name, title=f"{name} against iteration")
-    ax.xaxis.set_major_locator(_integer_locator())
-
-
-def _bytes_panel(fig, ax, matrix: np.ndarray) -> None:
-    links = matrix[matrix > 0]
-    shown = np.where(matrix > 0, matrix, np.nan)
-    title = "bytes per link"
-    if links.size and links.min() == links.max():
-        title += f"\nevery link: {display.byte_size(links.min())} ({links.min():.0f} bytes)"
-    bar = _matrix_panel(fig, ax, shown, "viridis", title, "receiver", "sender", _short_bytes)
-    if bar is not None:
-        from matplotlib.ticker import FuncFormatter
-        bar.formatter = FuncFormatter(lambda v, _: _short_bytes(v))
-        bar.update_ticks()
-        bar.set_label("bytes sent on the link")
-
-
-def _privacy_panel(fig, ax, eps: np.ndarray, measure: str, privacy: dict) -> None:
-    unbounded = np.isinf(eps)
-    shown = np.where(unbounded, np.nan, eps)
-    finite = shown[np.isfinite(shown)]
-    budgets = {a.get("budget") for a in privacy.get("agents", [])}
-    budget = budgets.pop() if len(budgets) == 1 else None
-    budget = budget if budget is not None and math.isfinite(budget) else None
-    title = f"privacy loss per link ({measure})"  # the run's headline measure
-    if privacy.get("epsilon_label"):
-        title += f"\n{privacy['epsilon_label']}"
-    if finite.size and finite.min() == finite.max():
-        title += f"\nevery private link: {display.loss(finite.min())}"  # rounded up
-        if budget is not None:
-            title += f", budget {budget:g}"
-    bar = _matrix_panel(fig, ax, shown, "magma_r", title, "observer", "protected agent",
-                        _eps, vmax=max(budget, finite.max())
-                        if budget is not None and finite.size else None)
-    if bar is not None:
-        bar.set_label("epsilon")
-    if budget is not None and bar is not None:
-        # a labelled tick beside the bar, not text above it (where the title is)
-        bar.ax.axhline(budget, color="red", linewidth=2)
-        ticks = [t for t in bar.get_ticks() if not math.isclose(t, budget, rel_tol=0.05)
-                 and bar.vmin <= t <= bar.vmax] + [budget]
-        ticks.sort()
-        bar.set_ticks(ticks, labels=[f"budget {t:g}" if t == budget else f"{t:g}"
-                                     for t in ticks])
-        for label in bar.ax.get_yticklabels():
-            if label.get_text().startswith("budget"):
-                label.set_color("red")
-    if unbounded.any():
-        rows, cols = np.nonzero(unbounded)
-        ax.scatter(cols, rows, marker="x", color="red", label="unbounded (not private)")
-        ax.legend(loc="upper right", fontsize=8)
-
-
-def _matrix_panel(fig, ax, shown: np.ndarray, cmap: str, title: str, xlabel: str,
-                  ylabel: str, fmt, vmax: float | None = None):
-    """One K x K matrix (NaN: no link); returns its colour bar, or None when it has none."""
-    from matplotlib.colors import LogNorm
-    finite = shown[np.isfinite(shown)]
-    varied = finite.size > 0 and (finite.min() != finite.max() or
-                                  (vmax is not None and vmax != finite.max()))
-    top = max(finite.max(), vmax or 0) if finite.size else None
-    norm = None
-    if varied and finite.min() > 0 and top / finite.min() > DECADES:
-        norm = LogNorm(vmin=finite.min(), vmax=top)
-    # a linear scale starts at 0 (a flat matrix: one colour, its value's)
-    image = ax.imshow(shown, cmap=cmap, norm=norm, vmin=None if norm is not None else 0.0,
-                      vmax=None if norm is not None else top)
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    K = shown.shape[0]
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(_integer_locator(K))
-    if K <= CELL_VALUES:
-        for r, c in zip(*np.nonzero(np.isfinite(shown))):
-            red, green, blue, _ = image.cmap(image.norm(shown[r, c]))
-            light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5  # the cell's colour
-            ax.text(c, r, fmt(shown[r, c]), ha="center", va="center", fontsize=8,
-                    color="black" if light else "white")
-    return fig.colorbar(image, ax=ax) if varied else None
-
-
-def _integer_locator(K: int | None = None):
-    """Ticks at whole numbers (ranks, iterations): every rank up to 16, else a few."""
-    from matplotlib.ticker import MaxNLocator, MultipleLocator
-    if K is not None and K <= 16:
-        return MultipleLocator(1)
-    return MaxNLocator(integer=True)
-
-
-def _short_bytes(value: float) -> str:
-    """A byte count short enough for a matrix cell, in the units of
-    :func:`mpi_privopt.display.byte_size`: ``3.12 KiB``."""
-    for unit, size in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
-        if value >= size:
-            return f"{display.number(value / size, 3)} {unit}"
-    return f"{value:.0f} B"
-
 
 
 def main(args) -> int:
@@ -495,6 +339,7 @@ def main(args) -> int:
         return 0
     print(text_report(run))
     if args.png:
+        from .report_figure import plot_report  # matplotlib only for a figure
         plot_report(run, args.png)
         print(f"\nwritten: {args.png}")
     return 0

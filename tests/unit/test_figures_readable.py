@@ -138,7 +138,7 @@ REPORTS = {
 
 
 def test_report_png_is_readable():
-    from mpi_privopt.report import report_figure
+    from mpi_privopt.report_figure import report_figure
 
     found = _problems((name, None, report_figure(_report_run(**kw)))
                       for name, kw in REPORTS.items())

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from mpi_privopt.report import CELL_VALUES, report_figure  # noqa: E402
+from mpi_privopt.report_figure import CELL_VALUES, report_figure  # noqa: E402
 
 
 def _run(K=4, curve=None, bytes_=None, eps=None, budget=10.0, column="error"):

@@ -41,7 +41,7 @@ def test_an_approximate_dp_run_shows_its_conversion_at_its_delta():
 
 def test_the_png_titles_the_privacy_panel_with_the_runs_headline_measure():
     pytest.importorskip("matplotlib")
-    from mpi_privopt.report import report_figure
+    from mpi_privopt.report_figure import report_figure
     pure = report_figure(_run(0.0, best=900.0, pure=1083.8148260893445)).axes[2]
     # every link has the same loss: the title says it (4 digits, as the text report's
     # "worst 1084"), the cells in 3 digits; both rounded up
