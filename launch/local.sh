@@ -33,11 +33,13 @@ if ! [[ $force_after =~ ^[0-9]+$ ]]; then  # whole seconds; "10s" or "2.5" would
   echo "how to fix: give seconds as digits, e.g. MPI_PRIVOPT_FORCE_AFTER=10" >&2
   exit 2
 fi
-# MPICH's shared-memory segments in /dev/shm before the job: a job that does not end
-# cleanly leaves its own behind, memory held until the machine restarts; they are removed
-# once it has ended (mpi_privopt/shm_segments.py, docs/reliability.md)
+# What /dev/shm holds before the job: a job that does not end cleanly leaves its MPI's
+# shared-memory segments behind, memory held until the machine restarts; those that
+# appeared during it are removed once it has ended (every name is listed here, so the
+# segments of any MPI shm_segments.py knows count: mpi_privopt/shm_segments.py,
+# docs/reliability.md)
 shm_before=$(mktemp "${TMPDIR:-/tmp}/mpi_privopt-shm.XXXXXX")
-ls -1 /dev/shm 2>/dev/null | grep '^mpich_shm_' > "$shm_before" || true
+ls -1 /dev/shm > "$shm_before" 2>/dev/null || true
 job=
 first_interrupt=
 pass_on() {
