@@ -61,6 +61,38 @@ pass_on() {
   kill -s "$1" "$job" 2>/dev/null
   return 0
 }
+# Ctrl-Z pauses the whole job, not only this script: the launcher and every process it
+# started (MPICH's proxy and ranks each run in a session of their own, so no signal to a
+# process group reaches them) are stopped, then this script; when the shell continues it
+# (fg, bg), so are they. The stall watchdog does not take a pause of the whole job for a
+# stall: every rank resumes at once (docs/reliability.md).
+job_processes() {  # the launcher and its descendants (Linux: their parents from /proc)
+  local pid=$1 stat fields
+  echo "$pid"
+  for stat in /proc/[0-9]*/stat; do
+    read -r fields < "$stat" 2>/dev/null || continue
+    fields=${fields##*) }  # after the command's name: state, parent, ...
+    fields=${fields#* }
+    [ "${fields%% *}" = "$pid" ] || continue
+    stat=${stat#/proc/}
+    job_processes "${stat%/stat}"
+  done
+}
+pause_job() {
+  job=${job:-$!}
+  local paused=
+  if [ -n "$job" ] && kill -0 "$job" 2>/dev/null; then
+    paused=$(job_processes "$job")
+    # shellcheck disable=SC2086  # one pid per word
+    kill -s STOP $paused 2>/dev/null
+    echo "mpi_privopt: paused: every rank of the job is stopped (fg or bg resumes it)" >&2
+  fi
+  kill -s STOP $$
+  # continued (fg, bg)
+  # shellcheck disable=SC2086
+  [ -z "$paused" ] || kill -s CONT $paused 2>/dev/null
+  return 0
+}
 # The launcher ends with this script: SIGKILL cannot be trapped, so the kernel sends the
 # launcher SIGTERM when the script dies (setpriv --pdeathsig, util-linux), and the run
 # stops as it does on a SIGTERM to the script. Without setpriv the launcher outlives it.
@@ -71,6 +103,7 @@ if setpriv --pdeathsig TERM true 2>/dev/null; then with_parent=(setpriv --pdeath
 trap 'pass_on INT' INT
 trap 'pass_on TERM' TERM
 trap 'pass_on HUP' HUP
+trap pause_job TSTP
 set -m
 ${with_parent[@]+"${with_parent[@]}"} \
   mpiexec -n "$ranks" "${MPIEXEC_FLAGS[@]}" python -m mpi4py -m mpi_privopt run "$@" </dev/null &
