@@ -16,6 +16,7 @@ from . import display
 from .errors import ConfigError
 from .results import read_metrics
 from .network.traffic import LINK_TIME, slowest_links
+from .report_values import cell_epsilon, curve_column, headline_links, pure_headline
 from .summary import RunSummary, slowest_links_text
 
 SHOW_FULL = 16  # print whole matrices up to this many agents
@@ -222,24 +223,6 @@ def _link_time_text(run: dict, K: int) -> list[str]:
     return lines
 
 
-def cell_epsilon(value: float) -> str:
-    """A matrix cell's privacy loss: 3 significant digits (the cells are narrow), rounded
-    up like every loss shown (display.loss); ``.`` for no link."""
-    if np.isnan(value):
-        return "."
-    return display.loss(value, 3)
-
-
-def curve_column(metrics: dict) -> str | None:
-    """The metric drawn as the accuracy curve: the first metric column, if any."""
-    columns = [c for c in metrics if c not in NOT_CURVES]
-    return columns[0] if columns else None
-
-
-#: metrics.csv columns that are not a problem's metric
-NOT_CURVES = ("iteration", "elapsed_seconds", "bytes_total", "worst_link_epsilon")
-
-
 def text_report(run: dict) -> str:
     s, m = run["summary"], run["metrics"]
     lines = [f"{s.algorithm} on {s.problem}: {s.ranks} agents, {s.iterations} "
@@ -271,7 +254,7 @@ def text_report(run: dict) -> str:
     lines += _link_time_text(run, K)
     p = run["privacy"]
     eps, measure = headline_links(run)
-    how = ("local DP: the run's headline" if _pure_headline(run)
+    how = ("local DP: the run's headline" if pure_headline(run)
            else "best valid conversion per link")
     finite = eps[~np.isnan(eps)]
     lines.append(f"\nprivacy loss per link: {measure} ({how}, {p['noise']} noise; row = "
@@ -286,31 +269,6 @@ def text_report(run: dict) -> str:
     for note in p.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
-
-
-def _matrix(rows: list[list[float | None]]) -> np.ndarray:
-    """A privacy.json link matrix as floats, NaN where there is no link."""
-    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
-
-
-def headline_links(run: dict) -> tuple[np.ndarray, str]:
-    """The per-link losses in the measure of the run's own headline, and that measure's name.
-
-    A local-DP method's headline is pure epsilon at delta = 0 (its summary), so its matrix
-    is the pure one; any other run's is the best valid conversion at ``privacy.delta``.
-    """
-    eps = run["epsilon"]
-    if _pure_headline(run):
-        pure = _matrix(run["privacy"]["links"]["epsilon_pure"])
-        return np.where(np.isinf(eps), eps, pure), "pure epsilon at delta 0"
-    return eps, f"epsilon at delta {display.exact(run['privacy']['delta'])}"
-
-
-def _pure_headline(run: dict) -> bool:
-    """Whether the run's headline is pure epsilon at delta = 0 (a local-DP method), as its
-    summary says, and privacy.json has the pure matrix to show."""
-    return ("epsilon_pure" in run["privacy"].get("links", {})
-            and run["summary"].privacy_delta == 0)
 
 
 def _observer_text(observers: dict, delta: float, K: int) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import display
 from .errors import ConfigError
-from .report import cell_epsilon, curve_column, headline_links
+from .report_values import cell_epsilon, curve_column, headline_links
 
 #: matrices up to this many agents print their values in the cells of the figure
 CELL_VALUES = 10
