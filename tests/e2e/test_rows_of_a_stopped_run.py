@@ -1,6 +1,7 @@
 """A run that one agent other than rank 0 stops keeps every metrics row all agents posted.
 
-The agent that stops (here: its iterate diverges) aborts the job while rank 0 waits for
+The agent that stops (its iterate diverges, or its privacy budget is reached) aborts the job
+while rank 0 waits for
 its next message. Rank 0 writes the rows whose every share has arrived while it waits
 (``network.while_sleeping``); before, it wrote them only at its next evaluation, so a stop
 before that lost the last rows, and a stop before the first evaluation after the start left
@@ -9,10 +10,13 @@ no ``metrics.csv`` at all (docs/reliability.md).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from launch_util import needs_mpiexec, run_mpiexec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 #: a DGD whose agent 1 reports a blown-up iterate from iteration ``blow_up_at`` on; the
 #: divergence guard then stops the run on agent 1 alone
@@ -84,3 +88,27 @@ def test_rows_every_agent_posted_are_kept_when_another_agent_stops_the_run(
     lines = (out / "metrics.csv").read_text().splitlines()
     assert lines[0].startswith("iteration,")
     assert [int(line.split(",")[0]) for line in lines[1:]] == rows
+
+
+@needs_mpiexec
+def test_rows_every_agent_posted_are_kept_when_another_agent_reaches_its_budget(tmp_path):
+    # the documented example method, with ten times the noise on every agent but agent 1:
+    # agent 1 alone reaches privacy.epsilon = 5, at iteration 786
+    method = (EXAMPLES / "my_private_method.py").read_text()
+    assert "ConstantSchedule(params.sigma)" in method
+    (tmp_path / "my_private_method.py").write_text(method.replace(
+        "ConstantSchedule(params.sigma)",
+        "ConstantSchedule(params.sigma * (1 if agent.id == 1 else 10))"))
+    config = tmp_path / "method.toml"
+    config.write_text((EXAMPLES / "my_private_method.toml").read_text())
+    out = tmp_path / "run"
+    proc = run_mpiexec(4, [sys.executable, "-m", "mpi4py", "-m", "mpi_privopt", "run",
+                           str(config), "--set", "run.iterations=2000", "--set",
+                           "run.eval_every=100", "--out", str(out)], timeout=180)
+    assert proc.returncode == 2, proc.stderr
+    assert "agent 1 reached the privacy budget at iteration 786" in proc.stderr
+    assert [p.name for p in out.glob("privacy-agent-*-at-stop.json")] == [
+        "privacy-agent-1-at-stop.json"]
+    lines = (out / "metrics.csv").read_text().splitlines()
+    # the row of iteration 700 was rank 0's to write at 800
+    assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(0, 800, 100))
