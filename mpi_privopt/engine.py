@@ -389,7 +389,7 @@ def evaluate(s: Session, n: int, elapsed: float) -> None:
 
 
 def _write_completed_rows(s: Session) -> Callable[[], None] | None:
-    """Rank 0's work while it waits (:class:`~mpi_privopt.network.while_sleeping`): write
+    """Rank 0's work while it waits (:func:`~mpi_privopt.network.while_sleeping`): write
     the rows every agent has posted. An agent that stops the run alone (its budget,
     divergence) aborts the job while rank 0 waits for its message; the rows it had posted
     are then in metrics.csv (before, the last one or two were lost, and a stop before rank

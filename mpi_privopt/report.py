@@ -16,7 +16,8 @@ from . import display
 from .errors import ConfigError
 from .results import read_metrics
 from .network.traffic import LINK_TIME, slowest_links
-from .report_values import cell_epsilon, curve_column, headline_links, pure_headline
+from .report_values import (cell_epsilon, curve_column, headline_links, link_matrix,
+                            pure_headline)
 from .summary import RunSummary, slowest_links_text
 
 SHOW_FULL = 16  # print whole matrices up to this many agents
@@ -37,8 +38,7 @@ def load_run(run_dir: str | Path) -> dict:
     return {
         "metrics": read_metrics(path),
         "bytes": np.array(traffic["total"]["bytes"], dtype=float),
-        "epsilon": np.array([[np.nan if v is None else v for v in row]
-                             for row in privacy["links"]["epsilon"]], dtype=float),
+        "epsilon": link_matrix(privacy["links"]["epsilon"]),
         "privacy": privacy,
         "summary": RunSummary.read(path),
         # absent from runs written before the traffic file recorded hosts
@@ -280,13 +280,9 @@ def _observer_text(observers: dict, delta: float, K: int) -> list[str]:
     lines = [f"\nobserver matrix: epsilon at delta {display.exact(delta)} of the worst single "
              f"record (row = observer, column = owner; . = saw nothing of it){where}"]
     if K <= SHOW_FULL:
-        eps = np.array([[np.nan if v is None else v for v in row]
-                        for row in observers["epsilon"]], dtype=float)
-        lines += _matrix_text(eps, cell_epsilon)
-        rho = np.array([[np.nan if v is None else v for v in row]
-                        for row in observers["rho"]], dtype=float)
+        lines += _matrix_text(link_matrix(observers["epsilon"]), cell_epsilon)
         lines.append("the same as zCDP rho:")
-        lines += _matrix_text(rho, cell_epsilon)
+        lines += _matrix_text(link_matrix(observers["rho"]), cell_epsilon)
     return lines
 
 

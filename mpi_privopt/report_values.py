@@ -26,8 +26,8 @@ def curve_column(metrics: dict) -> str | None:
     return columns[0] if columns else None
 
 
-def _matrix(rows: list[list[float | None]]) -> np.ndarray:
-    """A privacy.json link matrix as floats, NaN where there is no link."""
+def link_matrix(rows: list[list[float | None]]) -> np.ndarray:
+    """A privacy.json link matrix as floats, NaN where there is no link (None)."""
     return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
 
 
@@ -39,7 +39,7 @@ def headline_links(run: dict) -> tuple[np.ndarray, str]:
     """
     eps = run["epsilon"]
     if pure_headline(run):
-        pure = _matrix(run["privacy"]["links"]["epsilon_pure"])
+        pure = link_matrix(run["privacy"]["links"]["epsilon_pure"])
         return np.where(np.isinf(eps), eps, pure), "pure epsilon at delta 0"
     return eps, f"epsilon at delta {display.exact(run['privacy']['delta'])}"
 

@@ -108,16 +108,23 @@ def child_pids(pid: int) -> list[int]:
     return found
 
 
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (its children, theirs, ...)."""
+    return [pid] + [q for child in child_pids(pid) for q in descendants(child)]
+
+
 def kill_script_and_job(script: subprocess.Popen) -> None:
-    """End a launch script started in a session of its own, and the launcher it started
-    in a process group of its own (``launch/local.sh``), with their processes: what a
-    test leaves when it fails must not run on (a paused rank would wait for ever)."""
+    """End a launch script started in a session of its own (``launch/local.sh``) and every
+    process below it: the launcher, in a process group of its own, and MPICH's proxy and
+    ranks, each in a session of its own. What a test leaves when it fails must not run on
+    (a paused rank would wait for ever) or stay stopped."""
     if script.poll() is not None:
         return
-    launchers = child_pids(script.pid)
-    for group in (script.pid, *launchers):
+    groups = [script.pid, *child_pids(script.pid)]  # the script's and the launcher's
+    processes = descendants(script.pid)
+    for kill, target in [(os.killpg, g) for g in groups] + [(os.kill, p) for p in processes]:
         try:
-            os.killpg(group, signal.SIGKILL)
+            kill(target, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     script.wait()

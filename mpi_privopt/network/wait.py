@@ -9,7 +9,8 @@ docs/performance.md "Waiting" has the measurements behind every constant here.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from time import perf_counter, sleep
 
 from mpi4py import MPI
@@ -51,7 +52,8 @@ except ImportError:  # not on every platform; a zero sleep also gives the core u
 _sleeping_work: Callable[[], None] | None = None
 
 
-class while_sleeping:
+@contextmanager
+def while_sleeping(work: Callable[[], None] | None) -> Iterator[None]:
     """Within this context, every sleeping wait calls ``work()`` before each of its sleeps.
 
     A rank that sleeps is waiting for another, which may never come: an agent that stopped
@@ -60,18 +62,12 @@ class while_sleeping:
     (``mpi_privopt.engine``), so they are kept. ``work`` must not wait itself; it costs
     nothing to a wait that ends while it spins.
     """
-
-    def __init__(self, work: Callable[[], None] | None) -> None:
-        self._work = work
-
-    def __enter__(self) -> "while_sleeping":
-        global _sleeping_work
-        self._before, _sleeping_work = _sleeping_work, self._work
-        return self
-
-    def __exit__(self, *exc) -> None:
-        global _sleeping_work
-        _sleeping_work = self._before
+    global _sleeping_work
+    before, _sleeping_work = _sleeping_work, work
+    try:
+        yield
+    finally:
+        _sleeping_work = before
 
 
 class Backoff:
@@ -80,7 +76,7 @@ class Backoff:
     The pattern of ``mpi4py.futures``' ``Backoff`` (``reset``, then ``sleep`` after each
     failed test), started at ``first`` rather than at zero: the kernel's timer slack
     makes shorter sleeps moot. Each sleep is preceded by the work of
-    :class:`while_sleeping`, if any.
+    :func:`while_sleeping`, if any.
     """
 
     __slots__ = ("first", "cap", "pause")

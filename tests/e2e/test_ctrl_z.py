@@ -17,18 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from launch_util import child_env, child_pids, needs_mpiexec
+from launch_util import child_env, descendants, kill_script_and_job, needs_mpiexec
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
 #: the watchdog's timeout in the run, and the pause, several times longer
 STALL_TIMEOUT = 1.0
 PAUSE = 4.0
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants."""
-    return [pid] + [q for child in child_pids(pid) for q in _tree(child)]
 
 
 def _state(pid: int) -> str:
@@ -55,7 +50,7 @@ def _wait_for_progress(out: Path, job: subprocess.Popen, beyond: int) -> int:
     return n
 
 
-_PROCESSES: list[int] = []
+_JOBS: list[subprocess.Popen] = []
 
 
 @pytest.fixture(autouse=True)
@@ -63,12 +58,8 @@ def no_job_left():
     """A test that fails leaves nothing stopped or running (ranks in sessions of their
     own included)."""
     yield
-    for pid in _PROCESSES:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    _PROCESSES.clear()
+    while _JOBS:
+        kill_script_and_job(_JOBS.pop())
 
 
 @needs_mpiexec
@@ -81,10 +72,9 @@ def test_ctrl_z_pauses_every_rank_and_fg_resumes_the_run_without_a_stall(tmp_pat
          "--quiet", "--out", str(out)],
         cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True)
-    _PROCESSES.append(job.pid)
+    _JOBS.append(job)
     _wait_for_progress(out, job, 0)
-    processes = _tree(job.pid)
-    _PROCESSES.extend(processes)
+    processes = descendants(job.pid)
     assert len(processes) >= 2 + 3  # the script, the launcher (and its proxy), 3 ranks
 
     os.killpg(job.pid, signal.SIGTSTP)  # what the terminal does on Ctrl-Z
