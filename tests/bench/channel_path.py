@@ -18,6 +18,11 @@ the median of the rounds' own ratios), and the CPU time of all ranks together pe
   meter's time;
 * ``booked``: ``clocks`` plus the meter's counts and the ledger's booking
   (``Network._sent_broadcast``): the channel's exchange without the link timer;
+* ``busy``: ``clocks`` plus a loop of twelve additions (about 0.3 us of Python on a core of
+  its own) that meters and books nothing: what any work between two exchanges costs;
+* ``lean``: what a channel would cost that neither meters nor books each exchange (a
+  count of exchanges and the time in MPI, the release check and the buffer swap; a design
+  not taken, docs/performance.md "The decision");
 * ``untimed``: ``BroadcastChannel.exchange`` with the link timer off (``every_n`` 0);
 * ``channel``: ``BroadcastChannel.exchange`` itself (the link timer times one exchange in
   ``traffic.every_n``);
@@ -74,6 +79,34 @@ def _variants(net: Network, doubles: int) -> dict:
         run_request()
         net._completed_broadcast(received, "bench", counters, perf_counter() - start)
 
+    def run_busy():
+        index.get(id(release.payload))
+        busy = 0
+        for _ in range(12):  # about 0.3 us on a core of its own; meters and books nothing
+            busy += 1
+        start = perf_counter()
+        run_request()
+        counters.all_seconds += perf_counter() - start
+
+    class Lean:  # the state such a channel would keep: a count, the seconds, the swap
+        repeats = 0
+        seconds = 0.0
+        after = ((payload, payload, None),)
+    lean = Lean()
+    event = release.event
+
+    def run_lean():
+        i = index.get(id(release.payload))
+        if release.event is not event:  # a new kind of release would be booked at once
+            raise ValueError("lean: one event only")
+        lean.repeats += 1
+        start = perf_counter()
+        request.Start()
+        if not request.Test():
+            wait_exchange(request)
+        lean.seconds += perf_counter() - start
+        lean.last_sent, lean.outgoing, lean.outgoing_release = lean.after[i]
+
     def run_channel():
         channel.exchange(release)
 
@@ -90,7 +123,7 @@ def _variants(net: Network, doubles: int) -> dict:
         persistent.Free()
 
     return {"persistent": run_persistent, "request": run_request, "clocks": run_clocks,
-            "booked": run_booked, "untimed": sampling(0), "channel": run_channel,
+            "booked": run_booked, "busy": run_busy, "lean": run_lean, "untimed": sampling(0), "channel": run_channel,
             "timed": sampling(1)}, free
 
 
