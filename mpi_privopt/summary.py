@@ -136,6 +136,11 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(RunSummary))
 
 def _privacy_line(s: RunSummary) -> str:
     eps = s.worst_link_epsilon
+    if s.worst_link is None and not math.isinf(eps):
+        # one agent, or a graph without edges: no message left any agent
+        return ("no link, so no message left any agent and none has a privacy loss"
+                + ("" if s.private else
+                   "; the method gives no privacy guarantee once agents have neighbours"))
     if math.isinf(eps):
         return "worst link epsilon = unbounded (messages without a DP guarantee)"
     where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
@@ -229,7 +234,8 @@ def format_summary(s: RunSummary) -> str:
         ("time in communication", f"{display.duration(s.comm_seconds)} per agent on average "
                                   f"(max {display.duration(s.comm_seconds_max)})"),
         ("bytes sent", f"{display.byte_size(s.bytes_total)} in total, "
-                       f"{display.byte_size(s.bytes_busiest_link)} on the busiest link {i}->{j}"),
+                       f"{display.byte_size(s.bytes_busiest_link)} on the busiest link {i}->{j}"
+                       if s.edges else "none (the graph has no links)"),
         *([("status", f"DIVERGED at iteration {s.diverged_at_iteration} (agents "
                       f"{', '.join(map(str, s.diverged_agents or []))}); the run went on "
                       "because run.on_divergence = \"record\"")]

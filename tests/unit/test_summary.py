@@ -1,6 +1,7 @@
 """The run summary schema: summary.json written and read back as one dataclass."""
 import json
 import math
+import re
 
 import pytest
 
@@ -114,3 +115,16 @@ def test_a_summary_written_before_the_fallback_was_renamed_prints_the_same_row()
     old = format_summary(_summary(collective_path="blocking"))
     assert "one-off Ineighbor_allgather per exchange (MPI-3 fallback" in old
     assert old == format_summary(_summary(collective_path="one-off"))
+
+
+@pytest.mark.parametrize("private", [True, False])
+def test_a_run_without_links_says_so_instead_of_a_link_and_a_conversion(private):
+    # one agent: privacy.json has no worst link and epsilon 0, the meter a 0 -> 0 "busiest"
+    table = format_summary(_summary(ranks=1, edges=0, bytes_total=0, bytes_busiest_link=0,
+                                    busiest_link=[0, 0], messages_total=0, private=private,
+                                    worst_link=None, worst_link_epsilon=0.0,
+                                    worst_link_conversion=None))
+    assert re.search(r"bytes sent +none \(the graph has no links\)", table)
+    assert "0->0" not in table and "None conversion" not in table
+    assert "no link, so no message left any agent and none has a privacy loss" in table
+    assert ("no privacy guarantee once agents have neighbours" in table) is not private
