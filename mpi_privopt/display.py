@@ -171,6 +171,11 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` with ``noun``, plural unless it is one: ``1 agent``, ``8 agents``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def byte_size(count: float) -> str:
     """A byte count in binary units: ``512 B``, ``12.5 KiB``, ``16.03 MiB``."""
     size = float(count)

@@ -281,8 +281,9 @@ def _set_up_in(run_dir, cfg: Config, comm: MPI.Intracomm, eval_comm: MPI.Intraco
             directory.write_config(cfg.to_toml())
             directory.write_graph(graph)
         _print(stream, f"mpi_privopt: {cfg.algorithm.name} on {cfg.problem.name}, "
-                       f"{n_agents} agents, {cfg.topology.kind} graph "
-                       f"({graph.number_of_edges()} edges), {cfg.run.iterations} iterations")
+                       f"{display.counted(n_agents, 'agent')}, {cfg.topology.kind} graph "
+                       f"({display.counted(graph.number_of_edges(), 'edge')}), "
+                       f"{display.counted(cfg.run.iterations, 'iteration')}")
         if algorithm.setup_note:  # what the method decided at set-up and the user should know
             _print(stream, f"note: {algorithm.setup_note}")
         if problem.reference is not None:

@@ -30,6 +30,10 @@ def load_run(run_dir: str | Path) -> dict:
     missing = [n for n in needed if not (path / n).is_file()]
     if missing and (path / "config.toml").is_file():
         return load_incomplete_run(path, missing)
+    if not path.is_dir():
+        raise ConfigError(f"{path} does not exist" if not path.exists() else
+                          f"{path} is a file, not a run directory",
+                          "give the directory printed at the end of `mpi_privopt run`")
     if missing:
         raise ConfigError(f"{path} is not a finished run directory (missing {', '.join(missing)})",
                           "give the directory printed at the end of `mpi_privopt run`")
@@ -174,7 +178,8 @@ def _hosts_text(run: dict) -> list[str]:
         return []
     names = sorted(set(hosts))
     if len(names) == 1:
-        return [f"hosts: all {len(hosts)} agents ran on {names[0]}; no link crosses hosts"]
+        every = "the one agent" if len(hosts) == 1 else f"all {len(hosts)} agents"
+        return [f"hosts: {every} ran on {names[0]}; no link crosses hosts"]
     moved = run["bytes"]
     used = moved > 0
     lines = [f"\nlinks across hosts (* in the bytes matrix): {int((used & cross).sum())} of "
@@ -225,8 +230,8 @@ def _link_time_text(run: dict, K: int) -> list[str]:
 
 def text_report(run: dict) -> str:
     s, m = run["summary"], run["metrics"]
-    lines = [f"{s.algorithm} on {s.problem}: {s.ranks} agents, {s.iterations} "
-             f"iterations, evaluate = {s.evaluate}"]
+    lines = [f"{s.algorithm} on {s.problem}: {display.counted(s.ranks, 'agent')}, "
+             f"{display.counted(s.iterations, 'iteration')}, evaluate = {s.evaluate}"]
     if s.status == "interrupted":
         from .services.checkpoint_files import resume_command
         lines.append(f"status: interrupted by {s.stop_signal} after iteration "

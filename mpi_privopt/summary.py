@@ -225,8 +225,8 @@ def format_summary(s: RunSummary) -> str:
     """The end-of-run table rank 0 prints."""
     i, j = s.busiest_link
     rows = [
-        ("algorithm", f"{s.algorithm} on {s.problem} ({s.ranks} agents, "
-                      f"{s.topology}, {s.edges} edges)"),
+        ("algorithm", f"{s.algorithm} on {s.problem} ({display.counted(s.ranks, 'agent')}, "
+                      f"{s.topology}, {display.counted(s.edges, 'edge')})"),
         *_metric_rows(s),
         ("iterations", f"{s.iterations}"),
         ("wall time", f"{display.duration(s.wall_seconds)}  "

@@ -101,3 +101,8 @@ def test_the_command_line_shows_warnings_that_way(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "mpi_privopt: warning: look out\n"
+
+
+def test_a_count_of_one_is_singular():
+    assert [display.counted(n, "agent") for n in (0, 1, 2)] == ["0 agents", "1 agent",
+                                                                 "2 agents"]

@@ -59,3 +59,15 @@ def test_a_non_private_run_shows_unbounded_never_inf():
     assert any("unbounded" in line for line in cells)
     assert "unboundedunbounded" not in text  # the columns widen: cells never touch
     assert "inf" not in text.replace("unbounded", "")
+
+
+def test_a_path_that_is_no_run_directory_is_named_for_what_it_is(tmp_path):
+    from mpi_privopt.errors import ConfigError
+    from mpi_privopt.report import load_run
+    a_file = tmp_path / "summary.json"
+    a_file.write_text("{}")
+    for path, says in ((tmp_path / "nowhere", "does not exist"),
+                       (a_file, "is a file, not a run directory"),
+                       (tmp_path, "is not a finished run directory (missing traffic.json")):
+        with pytest.raises(ConfigError, match=f"{path}.*{says}".replace("(", r"\(")):
+            load_run(path)

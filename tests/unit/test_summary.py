@@ -127,4 +127,5 @@ def test_a_run_without_links_says_so_instead_of_a_link_and_a_conversion(private)
     assert re.search(r"bytes sent +none \(the graph has no links\)", table)
     assert "0->0" not in table and "None conversion" not in table
     assert "no link, so no message left any agent and none has a privacy loss" in table
+    assert "(1 agent, ring, 0 edges)" in table
     assert ("no privacy guarantee once agents have neighbours" in table) is not private
