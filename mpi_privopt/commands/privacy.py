@@ -21,7 +21,7 @@ from ..privacy.amplification import (AmplificationConstants, bound_applies, book
 from ..privacy.amplification_curves import CURVE_VARIANTS, amplification_curve, first_amplified_k
 from ..privacy.conversions import zcdp_to_eps_tight
 from ..privacy.calibration import (ZCDP_CONVERSIONS, calibrate_gaussian_noise,
-                                   calibrate_zcdp_total)
+                                   calibrate_zcdp_total, check_rounds)
 from ..privacy.report import coalition_epsilon
 
 
@@ -37,6 +37,8 @@ def _floats(text: str, name: str) -> list[float]:
 
 
 def _per_round(values: list[float], rounds: int | None, name: str) -> list[float]:
+    if rounds is not None:
+        check_rounds(rounds, "rounds")
     if len(values) == 1:
         return values * (rounds or 1)
     if rounds is not None and rounds != len(values):

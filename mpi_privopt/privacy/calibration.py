@@ -75,7 +75,8 @@ def _check_tau(tau: float) -> float:
     return _positive(tau, "tau", "use tau in (0, 1] (tau = 1: constant schedule), e.g. 0.99")
 
 
-def _check_rounds(T: int, name: str = "T") -> int:
+def check_rounds(T: int, name: str = "T") -> int:
+    """``T`` as an int, or one :class:`ConfigError` when it is not an integer >= 1."""
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
         raise ConfigError(f"{name} = {T!r} must be an integer >= 1", "give the number of noisy releases (iterations)")
     return int(T)
@@ -112,7 +113,7 @@ def geometric_zcdp_schedule(phi1: float, tau: float, T: int) -> np.ndarray:
     numpy.ndarray
         Shape ``(T,)``.
     """
-    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), _check_rounds(T)
+    phi1, tau, T = _check_phi1(phi1), _check_tau(tau), check_rounds(T)
     # log space: tau^-(T-1) overflows for small tau long before the product does
     log_phi = math.log(phi1) - np.arange(T) * math.log(tau)
     with np.errstate(over="ignore"):
@@ -252,7 +253,7 @@ def calibrate_phi1(
         phi^(1).
     """
     total = calibrate_zcdp_total(epsilon, delta, conversion)
-    return total / _geometric_sum(_check_tau(tau), _check_rounds(T))
+    return total / _geometric_sum(_check_tau(tau), check_rounds(T))
 
 
 def zcdp_nfl_schedule(epsilon: float, delta: float, T: int, tau: float,
@@ -338,7 +339,7 @@ def _log_weights(rounds: int | None, schedule: str | Sequence[float], tau: float
     if isinstance(schedule, str):
         if rounds is None:
             raise ConfigError(f"schedule = {schedule!r} needs the number of rounds", "pass rounds=T")
-        T = _check_rounds(rounds, "rounds")
+        T = check_rounds(rounds, "rounds")
         if schedule == "constant":
             if tau not in (None, 1, 1.0):
                 raise ConfigError(f'tau = {tau!r} given with schedule = "constant"', 'drop tau or use schedule="geometric"')
@@ -351,7 +352,7 @@ def _log_weights(rounds: int | None, schedule: str | Sequence[float], tau: float
     w = np.asarray(schedule, dtype=float).ravel()
     if w.size == 0 or np.any(~np.isfinite(w)) or np.any(w <= 0.0):
         raise ConfigError(f"per-round weights {w[:5].tolist()}... must be finite numbers > 0", "give one positive weight per round")
-    if rounds is not None and _check_rounds(rounds, "rounds") != w.size:
+    if rounds is not None and check_rounds(rounds, "rounds") != w.size:
         raise ConfigError(f"{w.size} per-round weights for rounds = {rounds}", "give exactly one weight per round, or omit rounds")
     if tau is not None:
         raise ConfigError(f"tau = {tau!r} given with explicit weights", "drop tau: the weights already fix the schedule")

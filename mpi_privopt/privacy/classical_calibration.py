@@ -18,7 +18,7 @@ import scipy  # its submodules load on first use (scipy's lazy attributes): not 
 
 from mpi_privopt.errors import ConfigError
 from mpi_privopt.privacy import conversions as conv
-from mpi_privopt.privacy.calibration import (_check_epsilon, _check_rounds, _check_tau,
+from mpi_privopt.privacy.calibration import (_check_epsilon, check_rounds, _check_tau,
                                              calibrate_gdp_mu)
 from mpi_privopt.privacy.schedules import BasicCompositionSchedule
 
@@ -129,7 +129,7 @@ def basic_composition_schedule(
     """
     eps_total = _check_epsilon(eps_total, "eps_total")
     delta_total = conv._check_delta(delta_total, "delta_total")
-    T, tau = _check_rounds(T), _check_tau(tau)
+    T, tau = check_rounds(T), _check_tau(tau)
     log_w = -np.arange(T) * (0.5 * math.log(tau))
     eps_n = eps_total * np.exp(log_w - scipy.special.logsumexp(log_w))
     return eps_n, np.full(T, delta_total / T)

@@ -306,6 +306,9 @@ def test_privacy_commands(capsys):
     assert json.loads(proc.stdout)["pure"] == pytest.approx(10.0)
     proc = single("privacy", "epsilon", "--sigma", "x")
     assert proc.returncode == 2 and "--sigma" in proc.stderr
+    for rounds in ("0", "-3"):  # not one release in silence (0 was taken for 1)
+        proc = single("privacy", "epsilon", "--sigma", "1", "--rounds", rounds)
+        assert proc.returncode == 2 and f"rounds = {rounds} must be an integer >= 1" in proc.stderr
 
 
 @needs_mpiexec
