@@ -36,6 +36,17 @@ def _floats(text: str, name: str) -> list[float]:
     return values
 
 
+def _agent_ids(text: str, name: str) -> list[int]:
+    try:
+        ids = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--{name} {text!r} is not an agent id or a comma-separated list",
+                          f"write e.g. --{name} 2 or --{name} 1,2,4") from None
+    if not ids:
+        raise ConfigError(f"--{name} is empty", f"give --{name} an agent id")
+    return ids
+
+
 def _per_round(values: list[float], rounds: int | None, name: str) -> list[float]:
     if rounds is not None:
         check_rounds(rounds, "rounds")
@@ -179,11 +190,14 @@ def cmd_coalition(args) -> int:
         raise ConfigError(f"{path} does not exist", "give a run directory of mpi_privopt run")
     report = json.loads(path.read_text())
     K = len(report["agents"])
-    observers = [int(v) for v in _floats(args.observers, "observers")]
+    observers = _agent_ids(args.observers, "observers")
     for who in [args.agent, *observers]:
         if not 0 <= who < K:
             raise ConfigError(f"agent {who} is not in this run (agents 0..{K - 1})",
                               "give ids from 0 to K-1")
+    if args.agent in observers:
+        raise ConfigError(f"--observers names agent {args.agent} itself, whose data the "
+                          "loss is about", f"leave {args.agent} out of --observers")
     eps = coalition_epsilon(report, args.agent, observers)
     # Observers that received nothing of the agent's data (not its neighbours, for methods
     # that send only to neighbours) add nothing: say so, or a 0 reads as a claim about them.
@@ -198,10 +212,10 @@ def cmd_coalition(args) -> int:
         _print_json(result)
         return 0
     shown = display.loss(eps["best"])  # "unbounded" when infinite
+    where = ("(messages without a DP guarantee)" if math.isinf(eps["best"]) else
+             f"at delta {display.exact(report['delta'])} ({eps['conversion']} conversion)")
     print(f"agent {args.agent} against observers {', '.join(map(str, observers))}: "
-          f"epsilon = {shown} "
-          f"at delta {display.exact(report['delta'])} ({eps['conversion']} conversion)"
-          + (f"; {label}" if label else ""))
+          f"epsilon = {shown} {where}" + (f"; {label}" if label else ""))
     if unseen:
         several = len(unseen) > 1
         print(f"  observer{'s' if several else ''} {', '.join(map(str, unseen))} "

@@ -380,6 +380,30 @@ def test_coalition_says_which_observers_received_nothing(tmp_path, capsys):
     assert json.loads(as_json.stdout)["epsilon_label"] == label
 
 
+def test_coalition_refuses_ids_that_are_no_observers(tmp_path, capsys):
+    from mpi_privopt.privacy.events import NonPrivateEvent
+    from mpi_privopt.privacy.ledger import Ledger
+    from mpi_privopt.privacy.release import Release
+    from mpi_privopt.privacy.report import privacy_report
+
+    ledgers = [Ledger(0, [1], 1e-5), Ledger(1, [0], 1e-5)]
+    ledgers[0].on_release(Release(np.zeros(2), NonPrivateEvent()), [1], "w", 1)
+    (tmp_path / "privacy.json").write_text(
+        json.dumps(privacy_report([l.to_dict() for l in ledgers], 1e-5, "fast")))
+    coalition = functools.partial(in_process, capsys, "privacy", "coalition", str(tmp_path),
+                                  "--agent", "0", "--observers")
+    itself = coalition("0")  # was "epsilon = 0 ... not a neighbour of agent 0"
+    assert itself.returncode == 2 and "names agent 0 itself" in itself.stderr
+    fraction = coalition("1.5")  # was read as observer 1
+    assert fraction.returncode == 2 and "is not an agent id" in fraction.stderr
+    assert "2.5" not in fraction.stderr  # the fix's example is an id, not a fraction
+    # a non-private method: unbounded, with why, not "(unbounded conversion)"
+    unbounded = coalition("1")
+    assert unbounded.returncode == 0, unbounded.stderr
+    assert unbounded.stdout.startswith("agent 0 against observers 1: epsilon = unbounded "
+                                       "(messages without a DP guarantee)")
+
+
 @needs_mpiexec
 def test_an_out_that_cannot_be_made_is_one_message_not_a_traceback(tmp_path):
     blocker = tmp_path / "a-file"
