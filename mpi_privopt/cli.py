@@ -153,7 +153,9 @@ def cmd_check(args) -> int:
           + (f"  ({display.mapping(params)})" if params else ""))
     source = (f"preset {cfg.problem.preset or 'gade2017'}" if cfg.problem.name == "polynomial"
               else f"module {cfg.problem.module}" if cfg.problem.module
-              else f"data {cfg.problem.data}" if cfg.problem.data else "synthetic data")
+              else f"data {cfg.problem.data}" if cfg.problem.data
+              else f"dataset {cfg.problem.options['dataset']}"
+              if "dataset" in cfg.problem.options else "synthetic data")
     print(f"  problem    {cfg.problem.name}  ({source})")
     print(f"  topology   {cfg.topology.kind}: {info['nodes']} nodes, {info['edges']} edges, "
           f"degree {info['min_degree']}..{info['max_degree']} "

@@ -126,6 +126,19 @@ def test_list_and_check(capsys):
             "--set run.iterations=7 --set 'run.name=two words'") in proc.stdout
 
 
+def test_check_refuses_a_data_split_that_leaves_an_agent_empty(capsys):
+    # a packaged aggregative problem on a real data set: its split is checked before MPI
+    # starts (it was found only at set-up, once every rank had started, and check said OK)
+    fits = in_process(capsys, "check", "ldp-aggregative-digits", "--ranks", "8")
+    assert fits.returncode == 0, fits.stderr
+    assert "problem    personalised  (dataset digits)" in fits.stdout
+    empty = in_process(capsys, "check", "ldp-aggregative-digits", "--ranks", "30")
+    assert empty.returncode == 2 and not empty.stdout
+    assert ("over 30 agents leaves agent(s) [23, 25, 26, 28, 29] without test samples"
+            in empty.stderr)
+    assert "with 24 agents every agent has samples" in empty.stderr
+
+
 def test_output_cut_short_by_its_reader_is_no_error():
     # `... | head -1`: the reader closes the pipe after one line, while the command still
     # writes (about 460 kB: more than a pipe holds)
