@@ -21,7 +21,7 @@ import traceback
 from .config import DEFAULT_EXPERIMENT
 from .entrypoint import (fail_user, leave_on_early_interrupt, leave_together,
                          load_agreed_config)
-from .errors import UserError
+from .errors import ConfigError, UserError
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -129,6 +129,10 @@ def cmd_check(args) -> int:
     from . import display
     from .commands.noise_outlook import prelaunch_notes
     from .prelaunch import check_run_input
+    if args.ranks < 1:
+        raise ConfigError(f"--ranks {args.ranks}: a run has at least one agent",
+                          f"give the number of ranks the job will start, e.g. --ranks "
+                          f"{DEFAULT_CHECK_RANKS}")
     from .topology import describe
 
     from .methods import ALGORITHMS

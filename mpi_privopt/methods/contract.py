@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .. import display
 from ..agent import Agent
 from ..errors import ConfigError
 from ..lazy_table import LazyTable
@@ -147,8 +148,8 @@ class Algorithm(ABC):
             started = (" (a single process: was it started without mpiexec?)"
                        if n_agents == 1 else "")
             raise ConfigError(
-                f"{cls.name!r} needs at least {cls.min_agents} agents; this run has "
-                f"{n_agents}{started}",
+                f"{cls.name!r} needs at least {display.counted(cls.min_agents, 'agent')}; "
+                f"this run has {n_agents}{started}",
                 f"start {cls.min_agents} or more ranks, e.g. mpiexec -n {max(cls.min_agents, 4)} "
                 "python -m mpi4py -m mpi_privopt run ...")
 

@@ -126,6 +126,12 @@ def test_list_and_check(capsys):
             "--set run.iterations=7 --set 'run.name=two words'") in proc.stdout
 
 
+def test_check_refuses_no_ranks(capsys):
+    proc = in_process(capsys, "check", "default", "--ranks", "0")
+    assert proc.returncode == 2  # was "'zcdp-nfl' needs at least 1 agents; this run has 0"
+    assert "--ranks 0: a run has at least one agent" in proc.stderr
+
+
 def test_check_refuses_a_data_split_that_leaves_an_agent_empty(capsys):
     # a packaged aggregative problem on a real data set: its split is checked before MPI
     # starts (it was found only at set-up, once every rank had started, and check said OK)
