@@ -13,14 +13,16 @@ its last checkpoint (mpi_privopt/services/resume.py); a run stopped by SIGTERM/S
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shlex
 import sys
 import traceback
 
 from .config import DEFAULT_EXPERIMENT
-from .entrypoint import (fail_user, leave_on_early_interrupt, leave_together,
-                         load_agreed_config)
+from .entrypoint import (announced_rank, fail_user, leave_on_early_interrupt,
+                         leave_together, load_agreed_config)
 from .errors import ConfigError, UserError
 
 
@@ -360,7 +362,15 @@ def main(argv: list[str] | None = None) -> None:
         leave_on_early_interrupt()  # Ctrl-C before a run's loop: one line, no rank waiting
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((w for w in words if not w.startswith("-")), None)
-    args = build_parser(command if command in _COMMANDS else None).parse_args(argv)
+    parser = build_parser(command if command in _COMMANDS else None)
+    if announced_rank(os.environ) == 0:
+        args = parser.parse_args(argv)
+    else:
+        # a usage error or --help under mpiexec: task 0 alone prints it (once, not K
+        # times); every task exits with argparse's status all the same
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            args = parser.parse_args(argv)
     from .display import install_warning_format
     install_warning_format()  # a warning is one line for a person, not a file:line
     try:

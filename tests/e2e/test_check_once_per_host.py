@@ -34,3 +34,17 @@ def test_bad_input_one_message_exit_2_and_good_input_runs(tmp_path):
     assert good.returncode == 0, good.stderr
     assert good.stdout.strip() == str(tmp_path / "good")
     assert len(list((tmp_path / "cache" / "checks").glob("*.json"))) == 2
+
+
+@needs_mpiexec
+def test_a_usage_error_and_help_are_printed_by_task_0_alone(tmp_path):
+    # argparse's own refusals come before any check: each task printed its copy
+    run = [sys.executable, "-m", "mpi4py", "-m", "mpi_privopt"]
+    bogus = run_mpiexec(3, [*run, "run", "--bogus"], timeout=TIME_LIMIT)
+    assert bogus.returncode == 2, (bogus.returncode, bogus.stderr)
+    assert bogus.stderr.count("error: unrecognized arguments: --bogus") == 1, bogus.stderr
+    assert bogus.stderr.count("usage:") == 1 and "Traceback" not in bogus.stderr
+    link = run_mpiexec(3, [*run, "audit", "--link", "a"], timeout=TIME_LIMIT)
+    assert link.returncode == 2 and link.stderr.count("is not two agent ids") == 1, link.stderr
+    shown = run_mpiexec(3, [*run, "run", "--help"], timeout=TIME_LIMIT)
+    assert shown.returncode == 0 and shown.stdout.count("usage:") == 1, shown.stdout
