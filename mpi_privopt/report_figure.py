@@ -52,7 +52,8 @@ def report_figure(run: dict):
     _bytes_panel(fig, axes[1], run["bytes"])
     _privacy_panel(fig, axes[2], *headline_links(run), run["privacy"])
     summary = run["summary"]
-    fig.suptitle(f"{summary.algorithm} on {summary.problem}, {summary.ranks} agents")
+    fig.suptitle(f"{summary.algorithm} on {summary.problem}, "
+                 f"{display.counted(summary.ranks, 'agent')}")
     fig.tight_layout()
     return fig
 
