@@ -16,6 +16,12 @@
 #SBATCH --output=mpi_privopt-%j.out
 set -euo pipefail
 venv=${MPI_PRIVOPT_VENV:-$HOME/venvs/mpi_privopt}
+if [ ! -r "$venv/bin/activate" ]; then
+  echo "mpi_privopt: error: no virtual environment at $venv (MPI_PRIVOPT_VENV)" >&2
+  echo "  fix: install once on the login node (the lines at the top of launch/slurm.sh), or set" \
+       "MPI_PRIVOPT_VENV to the environment that has mpi_privopt" >&2
+  exit 2
+fi
 # shellcheck disable=SC1091
 source "$venv/bin/activate"
 cd "${SLURM_SUBMIT_DIR:-.}"

@@ -76,6 +76,16 @@ def test_slurm_script_refuses_a_one_task_job(tmp_path):
     assert not (tmp_path / "srun-options").exists()      # srun never started
 
 
+@pytest.mark.parametrize("script", ["slurm.sh", "pbs.sh"])
+def test_a_batch_script_without_its_environment_says_where_it_looked(tmp_path, script):
+    # before: bash's "…/bin/activate: No such file or directory" from `source`
+    proc = run_child(["bash", str(REPO / "launch" / script)],
+                     env=_env(tmp_path, MPI_PRIVOPT_VENV=str(tmp_path / "none")),
+                     timeout=TIME_LIMIT)
+    _one_clear_refusal(proc, [f"no virtual environment at {tmp_path / 'none'}",
+                              f"the lines at the top of launch/{script}", "MPI_PRIVOPT_VENV"])
+
+
 def test_slurm_script_leaves_the_plugin_to_the_user_when_told(tmp_path):
     options = _fake_srun(tmp_path)
     # SRUN_MPI overrides the detected plugin (a wrong choice gives K one-rank worlds,
