@@ -11,6 +11,11 @@ EXTRAS=${EXTRAS:-mpich}
 source "$(dirname "$0")/_env.sh"
 source "$here/launch/_mpi.sh"
 ranks=${RANKS:-8}
+if ! [[ $ranks =~ ^[0-9]+$ ]] || (( 10#$ranks < 1 )); then  # mpiexec ran "abc" as 1 rank
+  echo "mpi_privopt: error: RANKS=$ranks is not a number of ranks" >&2
+  echo "how to fix: give one rank per agent as digits, e.g. RANKS=4 ./launch/local.sh" >&2
+  exit 2
+fi
 cd "$here"
 # More ranks than cores is allowed (Open MPI needs --oversubscribe for that), and Open MPI
 # gives the ranks time to stop cleanly on Ctrl-C (launch/_mpi.sh). Oversubscribing costs

@@ -1,4 +1,5 @@
-"""The cluster launch scripts, driven with stand-ins for the scheduler's launcher.
+"""The launch scripts: local.sh's refusals, and the cluster scripts driven with stand-ins
+for the scheduler's launcher.
 
 A real Slurm runs launch/slurm.sh in tests/cluster/ (marked ``cluster``); here a fake
 ``srun`` records its options and starts the tasks with the mpiexec on PATH, and PBS is a
@@ -74,6 +75,19 @@ def test_slurm_script_refuses_a_one_task_job(tmp_path):
                      timeout=TIME_LIMIT)
     _one_clear_refusal(proc, ["1 task", "one agent", "--ntasks=8"])
     assert not (tmp_path / "srun-options").exists()      # srun never started
+
+
+@pytest.mark.parametrize("ranks", ["abc", "0", "-2", "4x"])
+def test_local_script_refuses_a_rank_count_that_is_not_one(tmp_path, ranks):
+    # before: MPICH's mpiexec ran "abc" (and 0, -2) as one rank, a run of one agent
+    proc = run_child([str(REPO / "launch" / "local.sh"), "dgd-ridge", "--out",
+                      str(tmp_path / "run")], env={"RANKS": ranks},
+                     timeout=TIME_LIMIT, cwd=REPO)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"mpi_privopt: error: RANKS={ranks} is not a number of ranks",
+        "how to fix: give one rank per agent as digits, e.g. RANKS=4 ./launch/local.sh"]
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("script", ["slurm.sh", "pbs.sh"])
