@@ -189,11 +189,17 @@ def cmd_list(args) -> int:
     print("topologies (topology.kind):")
     print("  " + ", ".join(TOPOLOGIES))
     print("problems (problem.name):")
+    from .problems.registry import AGGREGATIVE_PROBLEMS
+    width = max(16, *(len(name) + 1 for name in (*PROBLEMS, *AGGREGATIVE_PROBLEMS)))
     for name, spec in PROBLEMS.items():
-        print(f"  {name:<16} loss {spec.loss.name}, l1 {display.exact(spec.l1)}, "
+        print(f"  {name:<{width}} loss {spec.loss.name}, l1 {display.exact(spec.l1)}, "
               f"l2 {display.exact(spec.l2)}")
     from .problems.consensus.polynomial_presets import PRESETS
-    print(f"  {'polynomial':<16} polynomial objectives, problem.preset: {', '.join(PRESETS)}")
+    print(f"  {'polynomial':<{width}} polynomial objectives, problem.preset: "
+          f"{', '.join(PRESETS)}")
+    for name in AGGREGATIVE_PROBLEMS:
+        print(f"  {name:<{width}} an aggregative objective, for the *-aggregative methods "
+              "(options in [problem.options], docs/config.md)")
     print("packaged experiments (run by name):")
     print("  " + ", ".join(packaged_experiments()))
     from .reproduce import available

@@ -112,6 +112,12 @@ def test_list_and_check(capsys):
     assert proc.returncode == 0
     for word in ("admm", "dgd", "erdos-renyi", "ridge", "lad", "default"):
         assert word in proc.stdout
+    # every [problem] name a run accepts, the aggregative ones too (they were left out)
+    from mpi_privopt.problems.registry import problems_of_kind
+    listed = proc.stdout[proc.stdout.index("problems (problem.name):"):
+                         proc.stdout.index("packaged experiments")].split()
+    for kind in ("consensus", "aggregative"):
+        assert set(problems_of_kind(kind)) <= set(listed), kind
     proc = in_process(capsys, "check", "default", "--ranks", "5")
     assert proc.returncode == 0, proc.stderr
     assert "OK for 5 ranks" in proc.stdout
