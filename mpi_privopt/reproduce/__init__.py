@@ -56,6 +56,30 @@ class BatchFailed(ConfigError):
     """An MPI job of a reproduction's runs ended non-zero (a reproduction may retry)."""
 
 
+def require_at_least(args: argparse.Namespace, least: dict[str, int]) -> None:
+    """Refuse (one :class:`ConfigError`) an option of ``args`` below its least value, e.g.
+    ``{"runs": 1, "ranks": 2}``; an option left unset (None) takes its default later."""
+    for name, minimum in least.items():
+        value = vars(args)[name]
+        if value is not None and value < minimum:
+            option = "--" + name.replace("_", "-")
+            raise ConfigError(f"{option} = {value} must be {minimum} or more",
+                              f"give {option} {minimum} or more, or leave it out for its "
+                              "default")
+
+
+def numbers(text: str) -> tuple[float, ...]:
+    """An argparse type: a comma-separated list of numbers (``1,10,100``), all positive."""
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers (e.g. 1,10,100)") from None
+    if not values or not all(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: give one or more numbers, each > 0")
+    return values
+
+
 def find_mpiexec(given: str | None, name: str) -> str:
     """The mpiexec a reproduction launches its runs with: ``given``, else the one on PATH."""
     # the mpiexec beside this interpreter first: the one of the MPI its mpi4py loaded (the

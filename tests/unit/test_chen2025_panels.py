@@ -92,7 +92,7 @@ def test_bad_sizes_are_refused_before_any_run():
     from mpi_privopt.methods.chen2025 import reproduce as chen2025
 
     for argv in (["--runs", "0"], ["--iterations", "0"], ["--eval-every", "0"]):
-        with pytest.raises(ConfigError, match="must be >= 1"):
+        with pytest.raises(ConfigError, match="must be 1 or more"):
             chen2025.main(argv)
 
 

@@ -39,9 +39,9 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from mpi_privopt.errors import ConfigError
 from mpi_privopt.methods.chen2025.ldp_budget import NOMINAL_EPSILON
-from mpi_privopt.reproduce import BatchFailed, find_mpiexec, launch, log, redraw, run_batch, run_dir
+from mpi_privopt.reproduce import (BatchFailed, find_mpiexec, launch, log, redraw, require_at_least,
+                                  run_batch, run_dir)
 from . import figures, matched, panels, settings
 from .diagnostics import DIAGNOSTICS, TrackerLog, tracker_diagnostics
 from .run_plan import plan
@@ -96,10 +96,7 @@ def worker(batch_file: str) -> int:
 
 
 def _check(args) -> None:
-    for name in ("runs", "iterations", "eval_every"):
-        if getattr(args, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} = {getattr(args, name)} must be >= 1",
-                              f"give a positive --{name.replace('_', '-')}")
+    require_at_least(args, {"runs": 1, "iterations": 1, "eval_every": 1})
 
 
 def label(r: settings.Run, dataset: str) -> tuple[str, bool]:

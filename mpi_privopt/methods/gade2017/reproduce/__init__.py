@@ -39,7 +39,8 @@ import numpy as np
 
 from mpi_privopt import display
 from mpi_privopt.results import write_json
-from mpi_privopt.reproduce import find_mpiexec, launch, log, redraw, worker, write_csv
+from mpi_privopt.reproduce import (find_mpiexec, launch, log, redraw, require_at_least, worker,
+                                  write_csv)
 from . import figures
 from .data import write_breast_cancer
 from .jobs import (AGENTS, BATCH_JOBS, FIG1_LEVELS, PROGRESS, attack_jobs,
@@ -86,6 +87,7 @@ def main(argv: list[str]) -> int:
         return worker(args.worker, run_job)
     if args.redraw:
         return redraw(Path(args.out), figures.redraw, "gade2017")
+    require_at_least(args, {"seeds": 1, "iterations": 1})  # 0 was taken for the default
     plan = dict(QUICK if args.quick else FULL)
     plan["iterations"] = args.iterations or plan["iterations"]
     plan["seeds"] = args.seeds or plan["seeds"]

@@ -49,7 +49,8 @@ import time
 from pathlib import Path
 
 from mpi_privopt import display
-from mpi_privopt.reproduce import find_mpiexec, launch, log, redraw, worker, write_csv
+from mpi_privopt.reproduce import (find_mpiexec, launch, log, numbers, redraw,
+                                  require_at_least, worker, write_csv)
 from .figures import (LEARNING, TRADEOFF, check_exact_runs, conversion_rows,
                                     learning_figure, performance_rows, redraw as redraw_figures,
                                     summarise, tradeoff_figure, tuning_figure)
@@ -62,21 +63,17 @@ __all__ = ["CLIP", "DELTA", "TAU", "TOPOLOGY_SEED", "Spec", "build_parser", "cla
            "main", "make_spec", "sweep_specs"]
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in text.split(",") if x.strip())
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpi_privopt reproduce gauthier2024",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=50, help="K, agents = MPI ranks (paper: 50)")
     p.add_argument("--runs", type=int, default=3, help="Monte Carlo runs per point")
     p.add_argument("--iterations", type=int, default=200, help="T (paper: 200)")
-    p.add_argument("--epsilons", type=_floats, default=EPSILONS,
+    p.add_argument("--epsilons", type=numbers, default=EPSILONS,
                    help="comma-separated total budgets for the sweep")
-    p.add_argument("--learning-epsilons", type=_floats, default=LEARNING_EPSILONS,
+    p.add_argument("--learning-epsilons", type=numbers, default=LEARNING_EPSILONS,
                    help="budgets (in the sweep) whose learning curves are drawn")
-    p.add_argument("--step-grid", type=_floats, default=STEP_GRID,
+    p.add_argument("--step-grid", type=numbers, default=STEP_GRID,
                    help="constant steps tried for zcdp-grad-nfl's initial-speed matching")
     p.add_argument("--coarse-every", type=int, default=10,
                    help="eval_every of sweep runs not drawn as learning curves")
@@ -96,6 +93,8 @@ def main(argv: list[str]) -> int:
         return worker(args.worker)
     if args.redraw:
         return redraw(Path(args.out), redraw_figures, "gauthier2024")
+    # a decentralized run needs neighbours; 0 runs or iterations would run nothing
+    require_at_least(args, {"ranks": 2, "runs": 1, "iterations": 1, "coarse_every": 1})
     if args.quick:
         args.ranks, args.runs, args.iterations = min(args.ranks, 8), 1, 100
         args.epsilons, args.learning_epsilons = (1.0, 100.0), (100.0,)
