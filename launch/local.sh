@@ -24,7 +24,11 @@ cd "$here"
 # A person at this terminal sees rank 0's progress line although rank 0's stderr is a pipe
 # to mpiexec (mpi_privopt/watching.py); Open MPI's ranks get the variable through -x.
 if [ -t 2 ]; then export MPI_PRIVOPT_TERMINAL=1; fi
-set_mpiexec_flags "$(command -v mpiexec)" oversubscribe --export MPI_PRIVOPT_TERMINAL
+# Open MPI's launcher waits its odls_base_sigkill_timeout twice once a rank has ended
+# non-zero (below); the ranks get a stop signal from this script itself, so they need
+# no 30 s from it: 3 s (a job of 2 ranks ended 59 s after a Ctrl-C with 30)
+MPI_PRIVOPT_SIGKILL_TIMEOUT=${MPI_PRIVOPT_SIGKILL_TIMEOUT:-3} \
+  set_mpiexec_flags "$(command -v mpiexec)" oversubscribe --export MPI_PRIVOPT_TERMINAL
 # Ctrl-C at this terminal reaches this script alone: mpiexec runs in a process group of its
 # own (job control, set -m) and the script passes the first Ctrl-C on to it. A second one
 # within MPI_PRIVOPT_FORCE_AFTER seconds (default 10) is held back with one line, because
@@ -62,9 +66,33 @@ pass_on() {
     first_interrupt=${first_interrupt:-$SECONDS}
   fi
   # to the launcher alone, which passes it on to every rank once (a signal to its whole
-  # group would reach each rank twice: from here and from the launcher)
-  kill -s "$1" "$job" 2>/dev/null
+  # group would reach each rank twice: from here and from the launcher); under Open MPI
+  # to the ranks themselves, the first time (below)
+  local ranks=
+  if [ "$launcher_family" = "Open MPI" ] && [ -z "$stopped_by" ]; then
+    ranks=$(job_processes "$job" | tail -n +2)
+  fi
+  stopped_by=${stopped_by:-$1}
+  # shellcheck disable=SC2086  # one pid per word
+  kill -s "$1" ${ranks:-$job} 2>/dev/null
   return 0
+}
+# Open MPI's launcher does not pass SIGINT, SIGTERM or SIGHUP on: it sends the ranks
+# SIGCONT, sleeps odls_base_sigkill_timeout seconds (30 on our launch lines), sends
+# SIGTERM, sleeps as long again and sends SIGKILL, so a Ctrl-C took 58 s to end a run.
+# The first stop signal therefore goes to the ranks (this machine's processes under the
+# launcher), which stop at an agreed iteration and write their checkpoint (1.2 s); a
+# later one goes to the launcher and forces the stop, as with MPICH.
+launcher_family=$(python -m mpi_privopt.commands.launch_line family "$(command -v mpiexec)")
+stopped_by=
+exit_status() {  # the job's status, as a job ended by the signal passed on reports it
+  # Open MPI's launcher, given the signal itself (a forced stop), ends the ranks and
+  # ends 1; MPICH's ends 128 + the signal. After a signal, a 1 is that signal's status.
+  if [ "$1" = 1 ] && [ -n "$stopped_by" ]; then
+    case $stopped_by in INT) echo 130 ;; TERM) echo 143 ;; *) echo 129 ;; esac
+  else
+    echo "$1"
+  fi
 }
 # Ctrl-Z pauses the whole job, not only this script: the launcher and every process it
 # started (MPICH's proxy and ranks each run in a session of their own, so no signal to a
@@ -121,7 +149,7 @@ while :; do
   kill -0 "$job" 2>/dev/null || break
 done
 wait "$job"
-status=$?
+status=$(exit_status $?)
 [ $status = 0 ] || python -m mpi_privopt.shm_segments clean-after "$shm_before"
 rm -f "$shm_before"
 exit $status

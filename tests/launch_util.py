@@ -72,6 +72,24 @@ def run_mpiexec(ranks: int, args: Sequence[str], *, timeout: float, cwd=None,
                           timeout=timeout, cwd=cwd, env=child_env(env))
 
 
+#: the rule above and below each of Open MPI's launcher notices ("Primary job terminated
+#: normally, but 1 process returned a non-zero exit code...")
+OPEN_MPI_RULE = "-" * 74
+
+
+def without_launcher_notices(stderr: str) -> str:
+    """``stderr`` without Open MPI's launcher notices, the ruled blocks its ``mpiexec``
+    prints once per job after a non-zero exit (the package's own lines are what a test
+    reads; MPICH's hydra prints none for an exit status)."""
+    kept, inside = [], False
+    for line in stderr.splitlines(keepends=True):
+        if line.rstrip("\n") == OPEN_MPI_RULE:
+            inside = not inside
+        elif not inside:
+            kept.append(line)
+    return "".join(kept).rstrip("\n") + ("\n" if kept else "")
+
+
 def run_child(args: str | Sequence[str], *, timeout: float, cwd=None,
               env: Mapping[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
     """Run a one-process command (a shell line with ``shell=True``) in a clean environment

@@ -7,6 +7,8 @@
     prints the ``srun --mpi=`` plugin for the library mpi4py loads: ``pmi2`` for MPICH
     and its derivatives, ``pmix`` for Open MPI (nothing when unknown: the site's default).
     ``srun`` without the right plugin starts K one-rank worlds (docs/install.md).
+``python -m mpi_privopt.commands.launch_line family MPIEXEC``
+    prints the launcher's family (``Open MPI``, ``MPICH``; nothing when unknown).
 ``python -m mpi_privopt.commands.launch_line mpiexec-flags MPIEXEC [--oversubscribe] [--export NAME]...``
     prints the flags ``MPIEXEC`` needs, one per line. For Open MPI's launcher:
     ``--mca odls_base_sigkill_timeout N`` (it kills the ranks 1 s after forwarding
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("srun-mpi", help="the srun --mpi= plugin for the MPI mpi4py loads")
+    family = sub.add_parser("family", help="the family of MPIEXEC (Open MPI, MPICH; "
+                                           "nothing when unknown)")
+    family.add_argument("mpiexec")
     flags = sub.add_parser("mpiexec-flags", help="the flags MPIEXEC needs, one per line")
     flags.add_argument("mpiexec")
     flags.add_argument("--oversubscribe", action="store_true",
@@ -168,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.what == "srun-mpi":
         print(srun_plugin(library_family()) or "")
+        return 0
+    if args.what == "family":
+        print(mpiexec_family(args.mpiexec) or "")
         return 0
     for flag in mpiexec_options(args.mpiexec, oversubscribe=args.oversubscribe,
                                 export=args.export):

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch_util import child_env, mpiexec_command, needs_mpiexec, run_child, run_mpiexec
+from launch_util import (child_env, mpiexec_command, needs_mpiexec, run_child, run_mpiexec,
+                         without_launcher_notices)
 from mpi_privopt.results import read_metrics
 from mpi_privopt.run_lock import CLAIM_FILE
 
@@ -83,7 +84,7 @@ def refused(code: int, stderr: str) -> str:
     ours = [line for line in stderr.splitlines() if line.startswith("mpi_privopt: error")]
     assert code == 2 and len(ours) == 1, stderr
     assert "Traceback" not in stderr and "how to fix" in stderr, stderr
-    return stderr
+    return without_launcher_notices(stderr)
 
 
 def test_concurrent_resumes_of_one_interrupted_run_let_exactly_one_continue(tmp_path, jobs):
