@@ -25,26 +25,25 @@ from ..privacy.calibration import (ZCDP_CONVERSIONS, calibrate_gaussian_noise,
 from ..privacy.report import coalition_epsilon
 
 
-def _floats(text: str, name: str) -> list[float]:
+def _listed(text: str, name: str, parse=float, what: str = "a number",
+            example: str = "2.5") -> list:
+    """The comma-separated values of option ``--name``, each read by ``parse``."""
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
+        values = [parse(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ConfigError(f"--{name} {text!r} is not a number or a comma-separated list",
-                          f"write e.g. --{name} 2.5 or --{name} 1,2,4") from None
+        raise ConfigError(f"--{name} {text!r} is not {what} or a comma-separated list",
+                          f"write e.g. --{name} {example} or --{name} 1,2,4") from None
     if not values:
-        raise ConfigError(f"--{name} is empty", f"give --{name} a number")
+        raise ConfigError(f"--{name} is empty", f"give --{name} {what}")
     return values
 
 
+def _floats(text: str, name: str) -> list[float]:
+    return _listed(text, name)
+
+
 def _agent_ids(text: str, name: str) -> list[int]:
-    try:
-        ids = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ConfigError(f"--{name} {text!r} is not an agent id or a comma-separated list",
-                          f"write e.g. --{name} 2 or --{name} 1,2,4") from None
-    if not ids:
-        raise ConfigError(f"--{name} is empty", f"give --{name} an agent id")
-    return ids
+    return _listed(text, name, int, "an agent id", "2")
 
 
 def _per_round(values: list[float], rounds: int | None, name: str) -> list[float]:
