@@ -17,8 +17,8 @@ if ! [[ $ranks =~ ^[0-9]+$ ]] || (( 10#$ranks < 1 )); then  # mpiexec ran "abc" 
   exit 2
 fi
 cd "$here"
-# More ranks than cores is allowed (Open MPI needs --oversubscribe for that), and Open MPI
-# gives the ranks time to stop cleanly on Ctrl-C (launch/_mpi.sh). Oversubscribing costs
+# More ranks than cores is allowed (Open MPI needs --oversubscribe for that); under Open
+# MPI this script sends a Ctrl-C to the ranks itself (pass_on, below). Oversubscribing costs
 # time: MPI polls inside a neighbour exchange, so a rank waiting there keeps a core busy;
 # only the long waits (a token, the end of the run) sleep (docs/performance.md, "Waiting").
 # A person at this terminal sees rank 0's progress line although rank 0's stderr is a pipe
