@@ -143,8 +143,8 @@ def _privacy_line(s: RunSummary) -> str:
                    "; the method gives no privacy guarantee once agents have neighbours"))
     if math.isinf(eps):
         return "worst link epsilon = unbounded (messages without a DP guarantee)"
-    where = f" on link {s.worst_link[0]}->{s.worst_link[1]}" if s.worst_link else ""
-    return (f"worst link epsilon = {display.loss(eps)}{where} at delta "
+    i, j = s.worst_link  # a finite loss with no worst link returned above
+    return (f"worst link epsilon = {display.loss(eps)} on link {i}->{j} at delta "
             f"{display.exact(s.privacy_delta)} ({s.worst_link_conversion} conversion, "
             f"{s.noise} noise)"
             + (f"; {s.epsilon_label}" if s.epsilon_label else "")
